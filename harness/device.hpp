@@ -1,0 +1,82 @@
+// Where inputs live and variants run: the host (cpu build) or a GPU (cuda / hip builds).
+// The runner (harness/runner.*) is written once against this interface.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "harness/problem.hpp"
+
+namespace harness {
+
+struct DeviceInfo {
+  std::string name;     // "NVIDIA H200", "host CPU (x86_64, 2 threads)"
+  std::string backend;  // "cpu" | "cuda" | "hip"
+  std::string arch;     // "sm_90", "gfx950", "x86_64"
+  int compute_units = 0;
+  std::size_t l2_bytes = 0;
+  std::size_t memory_bytes = 0;
+  double bandwidth_bytes_per_s = 0;  // measured ceiling (large copy, read + write bytes)
+  double matrix_flops_per_s = 0;     // measured or datasheet; 0 if unknown
+  std::string bandwidth_source;      // "measured: 2 GiB copy" / "datasheet"
+};
+
+struct TimingOptions {
+  bool flush = true;                        // official: flush caches before every timed call
+  std::size_t flush_bytes = 1ull << 30;     // at least 2x the last-level cache
+  bool hide_host = true;                    // GPU-side wait between flush and start event
+  bool graph = false;                       // replay a captured graph (not the official method)
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual Backend kind() const = 0;
+  virtual const DeviceInfo& info() const = 0;
+  virtual void* alloc(std::size_t bytes) = 0;  // throws on failure
+  virtual void release(void* p) = 0;
+  virtual void upload(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void download(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void fill(void* dst, uint8_t byte, std::size_t bytes) = 0;
+  virtual uint64_t hash(const void* p, std::size_t bytes) = 0;  // content hash, for input-mutation checks
+  virtual void synchronize() = 0;
+  // Writes the problem's inputs for (shape, seed) into the buffers, bit-identical to
+  // Problem::generate. The cpu device calls generate(); GPU devices run the generator on the device.
+  virtual void generate_inputs(const Problem& p, const ShapeCase& s, uint64_t seed, const TensorPtrs& dst) = 0;
+  // One timed call with the official semantics; returns seconds.
+  virtual double time_call(const std::function<void()>& call, const TimingOptions& opt) = 0;
+  // Checks for an error left by the last launch(es); throws with the message.
+  virtual void check_last_error(const char* what) = 0;
+};
+
+std::unique_ptr<Device> make_cpu_device();
+#if defined(HARNESS_WITH_GPU)
+std::unique_ptr<Device> make_gpu_device(int index);
+#endif
+
+// RAII for one device allocation.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(Device& d, std::size_t bytes) : dev_(&d), bytes_(bytes), p_(bytes ? d.alloc(bytes) : nullptr) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    reset();
+    dev_ = o.dev_; bytes_ = o.bytes_; p_ = o.p_;
+    o.p_ = nullptr; o.bytes_ = 0;
+    return *this;
+  }
+  ~DeviceBuffer() { reset(); }
+  void* get() const { return p_; }
+  std::size_t bytes() const { return bytes_; }
+  void reset() { if (p_ && dev_) dev_->release(p_); p_ = nullptr; bytes_ = 0; }
+
+ private:
+  Device* dev_ = nullptr;
+  std::size_t bytes_ = 0;
+  void* p_ = nullptr;
+};
+
+}  // namespace harness

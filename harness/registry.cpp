@@ -1,0 +1,60 @@
+#include <stdexcept>
+
+#include "harness/problem.hpp"
+#include "harness/variant_registry.hpp"
+
+namespace harness {
+
+std::vector<VariantEntry>& variant_registry() {
+  static std::vector<VariantEntry> r;
+  return r;
+}
+
+const VariantEntry* find_variant(const std::string& problem, const std::string& name) {
+  for (const auto& v : variant_registry())
+    if (v.problem == problem && v.name == name) return &v;
+  return nullptr;
+}
+
+std::vector<std::string> split_reads(const char* s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (const char* p = s; ; ++p) {
+    if (*p == ',' || *p == '\0') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+      if (*p == '\0') break;
+    } else if (*p != ' ') {
+      cur += *p;
+    }
+  }
+  return out;
+}
+
+std::vector<const Problem*>& problem_registry() {
+  static std::vector<const Problem*> r;
+  return r;
+}
+
+const Problem* find_problem(const std::string& name) {
+  for (const auto* p : problem_registry())
+    if (p->name() == name) return p;
+  return nullptr;
+}
+
+int64_t ShapeCase::get(const std::string& key) const {
+  for (const auto& [k, v] : params)
+    if (k == key) return v;
+  throw std::out_of_range("shape has no parameter '" + key + "'");
+}
+
+std::string ShapeCase::label() const {
+  std::string s;
+  for (const auto& [k, v] : params) {
+    if (!s.empty()) s += ' ';
+    s += k + "=" + std::to_string(v);
+  }
+  return s;
+}
+
+}  // namespace harness
