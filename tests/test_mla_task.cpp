@@ -1,0 +1,257 @@
+// mla_decode problem definition: shapes, specs, generation, cost, strict limits, cpu variant.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "harness/problem.hpp"
+#include "problems/mla_decode/oracle.hpp"
+#include "problems/mla_decode/task.hpp"
+#include "reference/mxfp4.hpp"
+#include "reference/numerics.hpp"
+#include "tests/catch.hpp"
+
+namespace {
+
+using harness::DType;
+using harness::ShapeCase;
+
+const harness::Problem& mla_problem() {
+  const harness::Problem* p = harness::find_problem("mla_decode");
+  REQUIRE(p != nullptr);
+  return *p;
+}
+
+ShapeCase small(int64_t bs = 2, int64_t kv = 300) { return ShapeCase{{{"bs", bs}, {"kv", kv}}, 7, {}}; }
+
+const std::vector<std::string> kReadsBf16{"q", "kv_bf16", "kv_indptr", "qo_indptr"};
+const std::vector<std::string> kReadsFp8{"q", "kv_fp8", "kv_fp8_scale", "kv_indptr", "qo_indptr"};
+const std::vector<std::string> kReadsMx{"q", "kv_mxfp4", "kv_mxfp4_scale", "kv_indptr", "qo_indptr"};
+
+double rel_l2(const std::vector<double>& x, const std::vector<double>& ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    num += (x[i] - ref[i]) * (x[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return std::sqrt(num / den);
+}
+
+std::vector<double> oracle_of(const ShapeCase& s, const harness::HostInputs& in, const std::string& format) {
+  const auto cfg = mla::config_for(s);
+  const auto* q = in.at("q").as<uint16_t>();
+  const auto* qo = in.at("qo_indptr").as<int32_t>();
+  const auto* kvp = in.at("kv_indptr").as<int32_t>();
+  if (format == "fp8")
+    return mla::oracle_fp8(cfg, q, in.at("kv_fp8").as<uint8_t>(), *in.at("kv_fp8_scale").as<float>(), qo, kvp);
+  if (format == "mxfp4")
+    return mla::oracle_mxfp4(cfg, q, in.at("kv_mxfp4").as<uint8_t>(), in.at("kv_mxfp4_scale").as<uint8_t>(),
+                             mla::kScaleStride, qo, kvp);
+  return mla::oracle_bf16(cfg, q, in.at("kv_bf16").as<uint16_t>(), qo, kvp);
+}
+
+void check_mean_std(const harness::HostTensor& t) {
+  const auto* v = t.as<uint16_t>();
+  const int64_t n = t.spec.numel();
+  double sum = 0, sq = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = numerics::bf16_to_f32(v[i]);
+    REQUIRE(std::isfinite(x));
+    sum += x;
+    sq += x * x;
+  }
+  const double mean = sum / n, sd = std::sqrt(sq / n - mean * mean);
+  INFO(t.spec.name << " mean " << mean << " std " << sd << " n " << n);
+  CHECK(std::abs(mean) < 0.02);
+  CHECK(std::abs(sd - 1.0) < 0.02);
+}
+
+}  // namespace
+
+TEST_CASE("mla task: shapes, seeds and tolerance follow the spec") {
+  const auto& p = mla_problem();
+  CHECK(p.name() == "mla_decode");
+  const auto tests = p.test_shapes();
+  REQUIRE(tests.size() == 4);
+  CHECK(tests[0].params == std::vector<std::pair<std::string, int64_t>>{{"bs", 4}, {"kv", 1024}});
+  CHECK(tests[0].seed == 4220);
+  CHECK(tests[3].get("bs") == 256);
+  CHECK(tests[3].get("kv") == 8192);
+  CHECK(tests[3].seed == 9826);
+  const auto bench = p.benchmark_shapes();
+  REQUIRE(bench.size() == 8);
+  const int64_t want[8][3] = {{4, 1024, 4217},  {4, 8192, 4220},  {32, 1024, 5412},  {32, 8192, 5415},
+                              {64, 1024, 1357}, {64, 8192, 1360}, {256, 1024, 9823}, {256, 8192, 9826}};
+  for (int i = 0; i < 8; ++i) {
+    CHECK(bench[size_t(i)].get("bs") == want[i][0]);
+    CHECK(bench[size_t(i)].get("kv") == want[i][1]);
+    CHECK(bench[size_t(i)].seed == uint64_t(want[i][2]));
+    CHECK_FALSE(bench[size_t(i)].official_reference_us.has_value());
+  }
+  const auto tol = p.tolerance();
+  CHECK(tol.rtol == 0.1);
+  CHECK(tol.atol == 0.1);
+  CHECK(tol.max_mismatch_fraction == 0.05);
+}
+
+TEST_CASE("mla task: input and output specs have the official order, dtypes and shapes") {
+  const auto& p = mla_problem();
+  const auto specs = p.input_specs(small(4, 1024));
+  REQUIRE(specs.size() == 8);
+  const char* names[] = {"q", "kv_bf16", "kv_fp8", "kv_fp8_scale", "kv_mxfp4", "kv_mxfp4_scale", "qo_indptr",
+                         "kv_indptr"};
+  const DType types[] = {DType::bf16, DType::bf16, DType::fp8_e4m3fn, DType::f32,
+                         DType::fp4x2, DType::e8m0, DType::i32,        DType::i32};
+  const std::vector<int64_t> shapes[] = {{4, 16, 576}, {4096, 1, 576}, {4096, 1, 576}, {1},
+                                         {4096, 1, 288}, {4096, 24},   {5},            {5}};
+  for (size_t i = 0; i < 8; ++i) {
+    CHECK(specs[i].name == names[i]);
+    CHECK(specs[i].dtype == types[i]);
+    CHECK(specs[i].shape == shapes[i]);
+  }
+  // Scale rows pad to a multiple of 256: 2 * 300 = 600 -> 768.
+  CHECK(p.input_specs(small(2, 300))[5].shape == std::vector<int64_t>{768, 24});
+  const auto out = p.output_spec(small(4, 1024));
+  CHECK(out.dtype == DType::bf16);
+  CHECK(out.shape == std::vector<int64_t>{4, 16, 512});
+}
+
+TEST_CASE("mla task: generation is deterministic in the seed") {
+  const auto& p = mla_problem();
+  const auto s = small();
+  const auto a = p.generate(s, 11), b = p.generate(s, 11), c = p.generate(s, 12);
+  REQUIRE(a.tensors.size() == 8);
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    INFO(a.tensors[i].spec.name);
+    CHECK(a.tensors[i].spec.bytes() == a.tensors[i].data.size());
+    CHECK(a.tensors[i].data == b.tensors[i].data);
+  }
+  for (const char* name : {"q", "kv_bf16", "kv_fp8", "kv_mxfp4", "kv_mxfp4_scale"}) {
+    INFO(name);
+    CHECK(a.at(name).data != c.at(name).data);
+  }
+  // q and kv are different draws, not the same numbers.
+  CHECK(!std::equal(a.at("q").data.begin(), a.at("q").data.end(), a.at("kv_bf16").data.begin()));
+}
+
+TEST_CASE("mla task: q and kv are standard normal") {
+  const auto in = mla_problem().generate(small(2, 300), 4220);
+  check_mean_std(in.at("q"));
+  check_mean_std(in.at("kv_bf16"));
+}
+
+TEST_CASE("mla task: fp8 and MXFP4 tensors are the quantizers applied to kv_bf16") {
+  const auto s = small();
+  const auto in = mla_problem().generate(s, 5);
+  const int64_t rows = 600, n = rows * 576;
+  const auto* kv = in.at("kv_bf16").as<uint16_t>();
+
+  float amax = 0;
+  std::vector<float> x(size_t(n), 0.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    x[size_t(i)] = numerics::bf16_to_f32(kv[i]);
+    amax = std::max(amax, std::abs(x[size_t(i)]));
+  }
+  const float scale = amax / 448.0f;
+  CHECK(amax > 3.0f);
+  CHECK(*in.at("kv_fp8_scale").as<float>() == scale);
+  const auto* fp8 = in.at("kv_fp8").as<uint8_t>();
+  int64_t fp8_bad = 0;
+  for (int64_t i = 0; i < n; ++i)
+    if (fp8[i] != numerics::f32_to_fp8_e4m3fn(x[size_t(i)] / scale)) ++fp8_bad;
+  CHECK(fp8_bad == 0);
+
+  // MXFP4 through the host row quantizer (reference/mxfp4.cpp), into a zeroed padded layout.
+  std::vector<uint8_t> packed(size_t(rows * 288)), scales(size_t(768 * 24), 0);
+  numerics::quantize_mxfp4_dynamic_rows(x.data(), rows, 576, packed.data(), scales.data(), 24);
+  CHECK(in.at("kv_mxfp4").data == packed);
+  CHECK(in.at("kv_mxfp4_scale").data == scales);
+  // Padding rows and the 6 unused columns are zero; used scales are not.
+  const auto* sc = in.at("kv_mxfp4_scale").as<uint8_t>();
+  CHECK(std::all_of(sc + rows * 24, sc + 768 * 24, [](uint8_t b) { return b == 0; }));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int c = 18; c < 24; ++c) REQUIRE(sc[r * 24 + c] == 0);
+    for (int c = 0; c < 18; ++c) REQUIRE(sc[r * 24 + c] > 100);
+  }
+}
+
+TEST_CASE("mla task: indptrs are arange times the lengths") {
+  const auto in = mla_problem().generate(small(3, 77), 1);
+  const auto* qo = in.at("qo_indptr").as<int32_t>();
+  const auto* kvp = in.at("kv_indptr").as<int32_t>();
+  for (int i = 0; i <= 3; ++i) {
+    CHECK(qo[i] == i);
+    CHECK(kvp[i] == 77 * i);
+  }
+}
+
+TEST_CASE("mla task: cost follows roofline.md (bs 4, kv 1024 by hand)") {
+  const auto& p = mla_problem();
+  const auto s = small(4, 1024);
+  // q + out: 4 * 16 * (576 + 512) * 2 = 139264 bytes; total_kv = 4096.
+  // FLOPs: 2 * 4 * 16 * 1024 * 1088 = 142606336.
+  const auto bf16 = p.cost(s, kReadsBf16);
+  CHECK(bf16.bytes == 4096.0 * 1152 + 139264);
+  CHECK(bf16.flops == 142606336.0);
+  CHECK(p.cost(s, kReadsFp8).bytes == 4096.0 * 576 + 139264);
+  CHECK(p.cost(s, kReadsMx).bytes == 4096.0 * 306 + 139264);
+  CHECK(p.cost(s, kReadsMx).flops == 142606336.0);
+}
+
+TEST_CASE("mla task: strict limits order by format and catch skipped work") {
+  const auto& p = mla_problem();
+  const double l_bf16 = p.strict_rel_l2_limit(kReadsBf16), l_fp8 = p.strict_rel_l2_limit(kReadsFp8),
+               l_mx = p.strict_rel_l2_limit(kReadsMx);
+  CHECK(l_bf16 < l_fp8);
+  CHECK(l_fp8 < l_mx);
+  CHECK(l_mx < 0.5);
+
+  const auto s = small(2, 1024);
+  const auto in = p.generate(s, 4220);
+  const auto exact = oracle_of(s, in, "bf16");
+  const double e_fp8 = rel_l2(oracle_of(s, in, "fp8"), exact);
+  const double e_mx = rel_l2(oracle_of(s, in, "mxfp4"), exact);
+  INFO("fp8 " << e_fp8 << " mxfp4 " << e_mx);
+  CHECK(e_fp8 > 0.01);
+  CHECK(e_fp8 < l_fp8);
+  CHECK(e_mx > e_fp8);
+  CHECK(e_mx < l_mx);
+
+  // A kernel that reads only the first half of every batch's KV must fail even the loosest limit.
+  const auto* kvp = in.at("kv_indptr").as<int32_t>();
+  std::vector<double> skipped(exact.size());
+  for (int b = 0; b < 2; ++b) {
+    const int32_t qo[2] = {0, 1}, ip[2] = {0, 512};
+    const auto one = mla::oracle_bf16(mla::make_config(1, 512), in.at("q").as<uint16_t>() + b * 16 * 576,
+                                      in.at("kv_bf16").as<uint16_t>() + int64_t(kvp[b]) * 576, qo, ip);
+    std::copy(one.begin(), one.end(), skipped.begin() + b * 16 * 512);
+  }
+  const double e_skip = rel_l2(skipped, exact);
+  INFO("half KV " << e_skip);
+  CHECK(e_skip > l_mx);
+}
+
+TEST_CASE("mla task: cpu variant matches the float64 oracle") {
+  const auto& p = mla_problem();
+  const harness::VariantEntry* v = harness::find_variant("mla_decode", "cpu");
+  REQUIRE(v != nullptr);
+  CHECK(v->reads == kReadsBf16);
+  const auto s = small(2, 300);
+  auto in = p.generate(s, 99);
+  CHECK(p.workspace_bytes(*v, s) == 0);
+  harness::TensorPtrs ptrs;
+  for (auto& t : in.tensors) ptrs[t.spec.name] = t.data.data();
+  std::vector<uint16_t> out(size_t(p.output_spec(s).numel()), 0x7FC0);
+  p.invoke(*v, s, ptrs, out.data(), nullptr, 0);
+  const auto exact = p.oracle(s, in);
+  std::vector<double> got(out.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    got[i] = numerics::bf16_to_f32(out[i]);
+    REQUIRE(std::isfinite(got[i]));
+  }
+  const double err = rel_l2(got, exact);
+  INFO("cpu rel L2 " << err);
+  CHECK(err < 3e-3);
+  CHECK(err < p.strict_rel_l2_limit(v->reads));
+}
