@@ -30,6 +30,16 @@ struct TimingOptions {
   bool graph = false;                       // replay a captured graph (not the official method)
 };
 
+// The escaped-work check: output hashes taken when the end event recorded after the call has fired
+// (read on a separate non-blocking queue) and after a full device synchronize. They differ when the
+// call left work running outside the default queue, which timing events cannot see.
+struct SettleHashes {
+  bool supported = false;  // false on the cpu device
+  uint64_t at_end_event = 0;
+  uint64_t after_full_sync = 0;
+  bool escaped() const { return supported && at_end_event != after_full_sync; }
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -49,6 +59,17 @@ class Device {
   virtual double time_call(const std::function<void()>& call, const TimingOptions& opt) = 0;
   // Checks for an error left by the last launch(es); throws with the message.
   virtual void check_last_error(const char* what) = 0;
+  // Fills [out, out+bytes) with `poison`, runs the call, and returns the two settle hashes.
+  virtual SettleHashes hash_at_end_event(const std::function<void()>& call, void* out, std::size_t bytes,
+                                         uint8_t poison) {
+    (void)call; (void)out; (void)bytes; (void)poison;
+    return {};
+  }
+  // Timed calls so far whose start event had already fired when the call returned to the host (the
+  // GPU-side wait did not hide the host; such a time may include launch overhead).
+  virtual int host_exposed_timings() const { return 0; }
+  // One line describing how time_call measures, for results files.
+  virtual std::string timing_method(const TimingOptions& opt) const { (void)opt; return "host clock"; }
 };
 
 std::unique_ptr<Device> make_cpu_device();

@@ -1,0 +1,32 @@
+// A GPU-side wait (like nvbench's blocking kernel): queued between the cache flush and the start
+// event so that the host's launches are queued before the timed region begins.
+#include "harness/gpu/check.hpp"
+#include "harness/gpu/engine_kernels.hpp"
+
+namespace harness::gpu {
+namespace {
+
+__device__ inline uint64_t device_timer() {
+#if defined(HARNESS_BACKEND_CUDA)
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#else
+  return static_cast<uint64_t>(wall_clock64());
+#endif
+}
+
+__global__ void spin_kernel(uint64_t ticks) {
+  const uint64_t t0 = device_timer();
+  while (device_timer() - t0 < ticks) {
+  }
+}
+
+}  // namespace
+
+void launch_spin(hipStream_t q, uint64_t ticks) {
+  spin_kernel<<<1, 1, 0, q>>>(ticks);
+  HARNESS_GPU_CHECK_LAUNCH("spin_kernel");
+}
+
+}  // namespace harness::gpu
