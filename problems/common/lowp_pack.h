@@ -1,0 +1,73 @@
+// Kernel-side conversions between storage formats and the 16-bit pairs that matrix instructions
+// take (two values per 32-bit word, the lower k in the low half). All exact except where noted.
+#pragma once
+#include "problems/common/portability.h"
+
+#if defined(HARNESS_GPU)
+#if defined(__HIP_PLATFORM_AMD__) || defined(__HIP__)
+#include <hip/hip_fp16.h>
+#endif
+
+__device__ inline float bf16_bits_to_f32(uint16_t b) { return __uint_as_float(uint32_t(b) << 16); }
+
+// Round to nearest even; NaN stays NaN.
+__device__ inline uint16_t f32_to_bf16_bits(float f) {
+  uint32_t u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40u);
+  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+// Round to nearest even (f16 subnormals below 2^-14 keep fewer bits; |x| > 65504 becomes inf).
+__device__ inline uint16_t f32_to_f16_bits(float f) { return __half_as_ushort(__float2half_rn(f)); }
+__device__ inline float f16_bits_to_f32(uint16_t h) { return __half2float(__ushort_as_half(h)); }
+
+__device__ inline uint32_t pack16(uint16_t lo, uint16_t hi) { return uint32_t(lo) | (uint32_t(hi) << 16); }
+
+// Byte select with the semantics of CUDA's __byte_perm: result byte i = byte sel[i] of (b:a).
+__device__ inline uint32_t byte_perm(uint32_t a, uint32_t b, uint32_t sel) {
+#if defined(__CUDA_ARCH__)
+  return __byte_perm(a, b, sel);
+#else
+  uint64_t x = (uint64_t(b) << 32) | a;
+  uint32_t r = 0;
+  for (int i = 0; i < 4; ++i) r |= uint32_t((x >> (8 * ((sel >> (4 * i)) & 7))) & 0xffu) << (8 * i);
+  return r;
+#endif
+}
+
+// Four fp8 e4m3fn bytes -> four f16 values equal to (fp8 value * 2^-8), exactly: the 7 magnitude
+// bits move into the f16 exponent/mantissa fields unchanged, so fp8 subnormals become f16
+// subnormals. Callers fold 2^8 into their scale. (fp8 NaN, never produced by the quantizer, would
+// decode as a finite value.) Result: .x = elements (0, 1), .y = elements (2, 3).
+__device__ inline uint2 fp8x4_to_f16x4_scaled(uint32_t w) {
+  uint32_t e01 = byte_perm(w, 0u, 0x4140u);  // byte0 -> bits 0..7, byte1 -> bits 16..23
+  uint32_t e23 = byte_perm(w, 0u, 0x4342u);
+  auto cvt = [](uint32_t x) { return ((x & 0x00800080u) << 8) | ((x & 0x007f007fu) << 7); };
+  return make_uint2(cvt(e01), cvt(e23));
+}
+
+// Byte transpose of a 4x4 block: out[j] byte r = byte j of w[r].
+__device__ inline void transpose_bytes_4x4(const uint32_t w[4], uint32_t out[4]) {
+  uint32_t lo01 = byte_perm(w[0], w[1], 0x5140u);  // w0.b0 w1.b0 w0.b1 w1.b1
+  uint32_t lo23 = byte_perm(w[2], w[3], 0x5140u);
+  uint32_t hi01 = byte_perm(w[0], w[1], 0x7362u);  // w0.b2 w1.b2 w0.b3 w1.b3
+  uint32_t hi23 = byte_perm(w[2], w[3], 0x7362u);
+  out[0] = byte_perm(lo01, lo23, 0x5410u);
+  out[1] = byte_perm(lo01, lo23, 0x7632u);
+  out[2] = byte_perm(hi01, hi23, 0x5410u);
+  out[3] = byte_perm(hi01, hi23, 0x7632u);
+}
+
+// One e2m1 code (low 4 bits) times 2^(scale_byte - 127) as bf16 bits. Exact for scale bytes
+// 2..251, the range any finite block amax above 2^-125 produces; code 0 is zero for every byte
+// (an all-zero block stores byte 0).
+__device__ inline uint16_t e2m1_scaled_to_bf16_bits(uint32_t code, uint32_t scale_byte) {
+  uint32_t m = code & 7u;
+  uint32_t sign = (code & 8u) << 12;
+  if (m == 0) return uint16_t(sign);
+  // magnitudes 0.5,1,1.5,2,3,4,6: exponent step (m+2)/2 relative to 0.5, mantissa .5 for odd m>1
+  uint32_t exp_field = scale_byte + ((m + 2u) >> 1) - 2u;
+  uint32_t mant = (m > 1u && (m & 1u)) ? 0x40u : 0u;
+  return uint16_t(sign | (exp_field << 7) | mant);
+}
+#endif
