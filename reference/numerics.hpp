@@ -120,6 +120,24 @@ HD inline uint8_t f32_to_fp8_e4m3fn(float f) {
   return static_cast<uint8_t>(sign | mag);
 }
 
+// ---- per-tensor fp8, as the official code computes it on bf16 tensors ----
+// Checked against the golden mla_* vectors: the official code works in bf16 arithmetic, so the
+// scale amax / 448 and each quotient x / scale are rounded to bf16 (fp32 math, one RNE) before the
+// clamp to +-448 and the RNE conversion. The spec's plain fp32 wording misses both roundings (it
+// disagrees with the official kv_fp8 on ~2% of elements and with its scale bits).
+HD inline float bf16_round(float f) { return bf16_to_f32(f32_to_bf16(f)); }
+
+HD inline float fp8_per_tensor_scale(float amax) {
+  const float floor_amax = bf16_round(1e-12f);
+  return bf16_round((amax < floor_amax ? floor_amax : amax) / 448.0f);
+}
+
+HD inline uint8_t fp8_per_tensor_code(float x, float scale) {
+  float v = bf16_round(x / scale);
+  v = v < -448.0f ? -448.0f : (v > 448.0f ? 448.0f : v);
+  return f32_to_fp8_e4m3fn(v);
+}
+
 // ---- e2m1 (fp4): magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 for codes 0-7, bit 3 is the sign ----
 HD inline float e2m1_to_f32(uint8_t code) {
   const uint32_t k = code & 0x7u;
