@@ -1,0 +1,159 @@
+// The sorted-by-expert pipeline shared by the grouped-GEMM variants (v2, v3):
+//   quantize hidden (dynamic MXFP4, kept as e4m3 bytes of the e2m1 values + e8m0 scales)
+//   -> route: token-expert pairs sorted by expert into padded tiles of `tile_rows` rows (on the GPU)
+//   -> [variant] stage 1: gate_up GEMM + SwiGLU + requantization of a (same e4m3 + e8m0 form)
+//   -> [variant] stage 2: down GEMM times the routing weight into y [P, H] fp32 (row = pair)
+//   -> combine: out = bf16(sum of the token's pairs in slot order), deterministic.
+#pragma once
+#include <stdexcept>
+#include <string>
+
+#include "problems/common/mxfp4_decode.h"
+#include "problems/moe_mxfp4/moe_api.h"
+
+namespace moe_pipeline {
+
+inline void check(hipError_t e, const char* what) {
+  if (e != hipSuccess) throw std::runtime_error(std::string("moe_mxfp4: ") + what + ": " + hipGetErrorString(e));
+}
+
+inline size_t align256(size_t b) { return (b + 255) & ~size_t{255}; }
+
+struct Tile {
+  int expert;
+  int row0;  // first sorted row
+};
+
+// Scratch of the pipeline, carved from args.workspace.
+struct Workspace {
+  uint8_t* x8;          // [M, H] e4m3 bytes of the e2m1 codes of the quantized hidden states
+  uint8_t* xs;          // [M, H/32] e8m0
+  int32_t* sorted_pair; // [rows_max] pair index (token * total_top_k + slot) or -1 for padding
+  Tile* tiles;          // [tiles_max]
+  int32_t* n_tiles;     // [1]
+  uint8_t* a8;          // [rows_max, I] requantized SwiGLU output, e4m3 bytes of e2m1 codes
+  uint8_t* as;          // [rows_max, I/32] e8m0
+  float* y;             // [P, H] weighted expert outputs
+};
+
+struct Sizes {
+  int64_t M, P, E, H, I, rows_max, tiles_max;
+};
+
+inline Sizes sizes_of(const MoeConfig& c, int tile_rows) {
+  Sizes s;
+  s.M = c.bs;
+  s.P = int64_t(c.bs) * c.total_top_k;
+  s.E = int64_t(c.n_routed_experts) + c.n_shared_experts;
+  s.H = c.d_hidden;
+  s.I = c.d_expert;
+  s.rows_max = s.P + s.E * (tile_rows - 1);
+  s.tiles_max = (s.P + tile_rows - 1) / tile_rows + s.E;
+  return s;
+}
+
+// Carves the workspace; with base == nullptr it only measures (returns the byte count).
+inline size_t carve(const MoeConfig& c, int tile_rows, void* base, Workspace* w) {
+  const Sizes s = sizes_of(c, tile_rows);
+  size_t off = 0;
+  auto take = [&](size_t bytes) {
+    void* p = base ? static_cast<char*>(base) + off : nullptr;
+    off += align256(bytes);
+    return p;
+  };
+  Workspace t;
+  t.x8 = static_cast<uint8_t*>(take(s.M * s.H));
+  t.xs = static_cast<uint8_t*>(take(s.M * s.H / 32));
+  t.sorted_pair = static_cast<int32_t*>(take(s.rows_max * sizeof(int32_t)));
+  t.tiles = static_cast<Tile*>(take(s.tiles_max * sizeof(Tile)));
+  t.n_tiles = static_cast<int32_t*>(take(sizeof(int32_t)));
+  t.a8 = static_cast<uint8_t*>(take(s.rows_max * s.I));
+  t.as = static_cast<uint8_t*>(take(s.rows_max * s.I / 32));
+  t.y = static_cast<float*>(take(s.P * s.H * sizeof(float)));
+  if (w) *w = t;
+  return off;
+}
+
+// One thread per element; the 32 lanes of a block reduce the amax with xor shuffles inside their
+// aligned group of 32 (valid for any warp size that is a multiple of 32).
+__global__ void quantize_hidden(const uint16_t* hidden, int64_t n, uint8_t* x8, uint8_t* xs) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;  // n is a multiple of blockDim.x
+  const float v = numerics::bf16_to_f32(hidden[i < n ? i : 0]);
+  float amax = mxfp4::abs_for_amax(v);
+  for (int o = mxfp4::kBlock / 2; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor(amax, o));
+  const int s = numerics::mxfp4_dynamic_scale_exp(amax);
+  if (i >= n) return;
+  x8[i] = static_cast<uint8_t>(mxfp4::e2m1_to_e4m3(mxfp4::quantize_dynamic_code(v, s)));
+  if (i % mxfp4::kBlock == 0) xs[i / mxfp4::kBlock] = static_cast<uint8_t>(s + 127);
+}
+
+// One block: counts per expert, padded offsets, the tile list and the sorted pair list. The order of
+// pairs inside an expert depends on atomics, which changes no value: every GEMM row is computed
+// independently of the other rows of its tile.
+__global__ void route(const int32_t* topk_ids, int P, int E, int tile_rows, int rows_max, int32_t* sorted_pair,
+                      Tile* tiles, int32_t* n_tiles) {
+  extern __shared__ int smem_route[];
+  int* count = smem_route;      // [E]
+  int* offset = smem_route + E; // [E]
+  for (int e = threadIdx.x; e < E; e += blockDim.x) count[e] = 0;
+  for (int r = threadIdx.x; r < rows_max; r += blockDim.x) sorted_pair[r] = -1;
+  __syncthreads();
+  for (int p = threadIdx.x; p < P; p += blockDim.x) {
+    const int e = topk_ids[p];
+    if (e >= 0 && e < E) atomicAdd(&count[e], 1);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int rows = 0, t = 0;
+    for (int e = 0; e < E; ++e) {
+      offset[e] = rows;
+      for (int r = 0; r < count[e]; r += tile_rows) tiles[t++] = Tile{e, rows + r};
+      rows += (count[e] + tile_rows - 1) / tile_rows * tile_rows;
+    }
+    *n_tiles = t;
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < E; e += blockDim.x) count[e] = 0;
+  __syncthreads();
+  for (int p = threadIdx.x; p < P; p += blockDim.x) {
+    const int e = topk_ids[p];
+    if (e >= 0 && e < E) sorted_pair[offset[e] + atomicAdd(&count[e], 1)] = p;
+  }
+}
+
+__global__ void combine(const float* y, int64_t M, int H, int total_top_k, uint16_t* out) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= M * H) return;
+  const int64_t token = i / H, n = i % H;
+  const float* yt = y + token * total_top_k * H + n;
+  float sum = 0.0f;
+  for (int j = 0; j < total_top_k; ++j) sum += yt[int64_t(j) * H];
+  out[i] = numerics::f32_to_bf16(sum);
+}
+
+// Steps before the expert GEMMs: quantize the hidden states and sort the pairs.
+inline void launch_prologue(const MoeArgs& a, const Workspace& w, int tile_rows) {
+  const Sizes s = sizes_of(a.cfg, tile_rows);
+  constexpr int kThreads = 256;
+  const int64_t n = s.M * s.H;
+  quantize_hidden<<<unsigned((n + kThreads - 1) / kThreads), kThreads>>>(a.hidden_states, n, w.x8, w.xs);
+  check(hipGetLastError(), "quantize hidden");
+  route<<<1, 1024, size_t(2 * s.E) * sizeof(int)>>>(a.topk_ids, int(s.P), int(s.E), tile_rows, int(s.rows_max),
+                                                   w.sorted_pair, w.tiles, w.n_tiles);
+  check(hipGetLastError(), "route");
+}
+
+inline void launch_combine(const MoeArgs& a, const Workspace& w) {
+  constexpr int kThreads = 256;
+  const int64_t n = int64_t(a.cfg.bs) * a.cfg.d_hidden;
+  combine<<<unsigned((n + kThreads - 1) / kThreads), kThreads>>>(w.y, a.cfg.bs, a.cfg.d_hidden, a.cfg.total_top_k,
+                                                               a.out);
+  check(hipGetLastError(), "combine");
+}
+
+inline void require_workspace(const MoeArgs& a, int tile_rows) {
+  if (a.workspace_size < carve(a.cfg, tile_rows, nullptr, nullptr))
+    throw std::invalid_argument("moe_mxfp4: workspace too small");
+}
+
+}  // namespace moe_pipeline
