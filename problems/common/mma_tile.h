@@ -86,12 +86,16 @@ __device__ inline void mma(FragC& c, const FragA& a, const FragB& b) {
   f32x4 acc = {c.v[0], c.v[1], c.v[2], c.v[3]};
   if constexpr (E == Elem::f16) {
     typedef _Float16 f16x4 __attribute__((ext_vector_type(4)));
-    acc = __builtin_amdgcn_mfma_f32_16x16x16f16(__builtin_bit_cast(f16x4, a.row[0]), __builtin_bit_cast(f16x4, b),
-                                                 acc, 0, 0, 0);
+    f16x4 av, bv;
+    __builtin_memcpy(&av, &a.row[0], sizeof av);
+    __builtin_memcpy(&bv, &b, sizeof bv);
+    acc = __builtin_amdgcn_mfma_f32_16x16x16f16(av, bv, acc, 0, 0, 0);
   } else {
     typedef short i16x4 __attribute__((ext_vector_type(4)));
-    acc = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(__builtin_bit_cast(i16x4, a.row[0]),
-                                                     __builtin_bit_cast(i16x4, b), acc, 0, 0, 0);
+    i16x4 av, bv;
+    __builtin_memcpy(&av, &a.row[0], sizeof av);
+    __builtin_memcpy(&bv, &b, sizeof bv);
+    acc = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(av, bv, acc, 0, 0, 0);
   }
   for (int i = 0; i < 4; ++i) c.v[i] = acc[i];
 #else
