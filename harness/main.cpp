@@ -1,3 +1,3 @@
-// Placeholder until the CLI lands (harness/cli_*.cpp).
-#include <cstdio>
-int main() { std::puts("harness: CLI not built yet"); return 2; }
+#include "harness/cli.hpp"
+
+int main(int argc, char** argv) { return harness::cli::main(argc, argv); }

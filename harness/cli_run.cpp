@@ -1,0 +1,214 @@
+// `harness run <problem> --variant a,b ...`: validates the command line, runs each variant in a
+// worker process (or in-process with --no-isolate), prints a table per variant, writes the JSON.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "harness/atomic_file.hpp"
+#include "harness/cli.hpp"
+#include "harness/cli_table.hpp"
+#include "harness/device.hpp"
+#include "harness/runner.hpp"
+#include "harness/term.hpp"
+#include "harness/worker.hpp"
+
+namespace harness::cli {
+namespace {
+
+struct RunArgs {
+  std::string problem;
+  std::vector<std::string> variants;
+  std::string mode = "test";
+  std::string shapes = "all";
+  uint64_t seed = 0;
+  uint64_t secret_seed = 0;
+  std::string json_path;
+  int device = 0;
+  bool hot = false, graph = false, oracle = false, no_isolate = false;
+  std::size_t flush_bytes = 0;
+  double timeout_s = 900;
+  // Hidden, set by the parent for its workers.
+  std::string worker_result;
+  std::string secret_seed_file;
+  bool progress = false;
+  bool secret_from_file = false;
+  // Which optional flags were given.
+  CLI::Option *seed_opt = nullptr, *secret_opt = nullptr, *flush_opt = nullptr;
+};
+
+RunOptions to_run_options(const RunArgs& a, const Problem& p, Mode mode) {
+  RunOptions o;
+  o.mode = mode;
+  o.shape_indices = parse_shape_list(a.shapes, mode_shapes(p, mode).size(),
+                                     fmt::format("{} {} shapes", p.name(), mode == Mode::test ? "test" : "benchmark"));
+  if (a.seed_opt->count()) o.seed = a.seed;
+  if (a.secret_opt->count() || a.secret_from_file) o.secret_seed = a.secret_seed;
+  o.timing.flush = !a.hot;
+  o.timing.graph = a.graph;
+  if (a.flush_opt->count()) {
+    o.timing.flush_bytes = a.flush_bytes;
+    o.flush_bytes_given = true;
+  }
+  o.oracle = a.oracle;
+  return o;
+}
+
+// Devices of this process, created on first use (GPU ones only ever inside a worker or --no-isolate).
+Device& device_for(const VariantEntry& v, int index) {
+  static std::map<int, std::unique_ptr<Device>> devices;  // key -1: the host
+  const int key = v.backend == Backend::cpu ? -1 : index;
+  auto& d = devices[key];
+  if (!d) {
+    if (v.backend == Backend::cpu) {
+      d = make_cpu_device();
+    } else {
+#if defined(HARNESS_WITH_GPU)
+      d = make_gpu_device(index);
+#else
+      throw UsageError("variant '" + v.name + "' needs a GPU build");
+#endif
+    }
+  }
+  return *d;
+}
+
+RunResult run_in_process(const Problem& p, const VariantEntry& v, const RunOptions& o, int device, bool progress) {
+  ProgressLine line(progress);
+  return run_variant(device_for(v, device), p, v, o, [&](const std::string& s) { line.update(s); });
+}
+
+uint64_t read_secret_file(const std::string& path) {
+  const std::string text = read_file(path);
+  std::filesystem::remove(path);
+  return std::stoull(text);
+}
+
+std::string write_secret_file(uint64_t secret) {
+  const std::string path = temp_result_path() + ".secret";
+  const mode_t old = ::umask(077);
+  std::ofstream(path) << secret;
+  ::umask(old);
+  return path;
+}
+
+std::vector<std::string> worker_argv(const RunArgs& a, const std::string& variant, const std::string& result,
+                                     const std::string& secret_file) {
+  std::vector<std::string> v = {self_executable(), "run", a.problem, "--variant", variant, "--mode", a.mode,
+                                "--shapes", a.shapes, "--device", std::to_string(a.device), "--worker", result};
+  if (a.seed_opt->count()) v.insert(v.end(), {"--seed", std::to_string(a.seed)});
+  if (!secret_file.empty()) v.insert(v.end(), {"--secret-seed-file", secret_file});
+  if (a.flush_opt->count()) v.insert(v.end(), {"--flush-bytes", std::to_string(a.flush_bytes)});
+  if (a.hot) v.push_back("--hot");
+  if (a.graph) v.push_back("--graph");
+  if (a.oracle) v.push_back("--oracle");
+  if (ProgressLine::stderr_is_terminal()) v.push_back("--progress");
+  return v;
+}
+
+RunResult run_isolated(const RunArgs& a, const Mode mode, const std::string& variant) {
+  const std::string result = temp_result_path();
+  const std::string secret_file = a.secret_opt->count() ? write_secret_file(a.secret_seed) : std::string();
+  WorkerOutcome w;
+  try {
+    w = run_worker(worker_argv(a, variant, result, secret_file), result, a.timeout_s);
+  } catch (...) {
+    if (!secret_file.empty()) std::filesystem::remove(secret_file);
+    throw;
+  }
+  if (!secret_file.empty()) std::filesystem::remove(secret_file);
+  if (ProgressLine::stderr_is_terminal()) std::fputs("\r\x1b[K", stderr);  // a killed worker's progress line
+  if (!w.ok) return failed_run(a.problem, variant, mode, w.reason);
+  try {
+    return run_from_json(nlohmann::json::parse(w.result));
+  } catch (const std::exception& e) {
+    return failed_run(a.problem, variant, mode, std::string("unreadable worker result: ") + e.what());
+  }
+}
+
+// The worker side: one variant, in this process, result to a file.
+int run_worker_side(RunArgs& a, const Problem& p, const VariantEntry& v, Mode mode) {
+  if (!a.secret_seed_file.empty()) {
+    a.secret_seed = read_secret_file(a.secret_seed_file);
+    a.secret_from_file = true;
+  }
+  RunOptions o = to_run_options(a, p, mode);
+  const RunResult r = run_in_process(p, v, o, a.device, a.progress);
+  write_file_atomic(a.worker_result, to_json(r).dump(2) + "\n");
+  return kExitOk;
+}
+
+int run_command(RunArgs& a) {
+  const Problem& p = require_problem(a.problem);
+  Mode mode;
+  try {
+    mode = mode_from_string(a.mode);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  std::vector<const VariantEntry*> variants;
+  for (const auto& name : a.variants) variants.push_back(&require_variant(p, name));
+  if (variants.empty()) throw UsageError("no variant given (--variant name[,name...])");
+  const RunOptions o = to_run_options(a, p, mode);  // validates --shapes
+
+  if (!a.worker_result.empty()) {
+    if (variants.size() != 1) throw UsageError("--worker runs exactly one variant");
+    return run_worker_side(a, p, *variants[0], mode);
+  }
+  std::vector<RunResult> results;
+  for (const auto* v : variants) {
+    RunResult r;
+    if (a.no_isolate) {
+      try {
+        r = run_in_process(p, *v, o, a.device, ProgressLine::stderr_is_terminal());
+      } catch (const UsageError&) {
+        throw;
+      } catch (const std::exception& e) {
+        r = failed_run(p.name(), v->name, mode, e.what());
+      }
+    } else {
+      r = run_isolated(a, mode, v->name);
+    }
+    print_run_table(r);
+    std::fflush(stdout);
+    results.push_back(std::move(r));
+    if (!a.json_path.empty()) write_results_file(a.json_path, results);  // earlier runs survive a later crash
+  }
+  bool all = true;
+  for (const auto& r : results) all = all && r.passed;
+  return all ? kExitOk : kExitFailed;
+}
+
+Command setup(CLI::App& root) {
+  auto a = std::make_shared<RunArgs>();
+  auto* app = root.add_subcommand("run", "Check and time variants of a problem");
+  app->add_option("problem", a->problem, "Problem name (see `harness list`)")->required();
+  app->add_option("--variant,-v", a->variants, "Variant name(s), comma-separated")->required()->delimiter(',');
+  app->add_option("--mode,-m", a->mode, "test | benchmark | leaderboard")->capture_default_str();
+  app->add_option("--shapes", a->shapes, "all, or comma-separated shape indices")->capture_default_str();
+  a->seed_opt = app->add_option("--seed", a->seed, "Replace every shape's seed");
+  a->secret_opt = app->add_option("--secret-seed", a->secret_seed, "Combine each shape seed with this (Cantor pairing)");
+  app->add_option("--json", a->json_path, "Write results JSON here (atomically, after every variant)");
+  app->add_option("--device", a->device, "GPU index")->capture_default_str();
+  app->add_flag("--hot", a->hot, "No cache flush before timed calls (not the official method)");
+  app->add_flag("--graph", a->graph, "Time graph replays (not the official method)");
+  a->flush_opt = app->add_option("--flush-bytes", a->flush_bytes, "Bytes of the cache flush");
+  app->add_flag("--oracle", a->oracle, "Check against the float64 oracle instead of the GPU reference");
+  app->add_option("--timeout", a->timeout_s, "Seconds a worker may run before it is killed")->capture_default_str();
+  app->add_flag("--no-isolate", a->no_isolate, "Run variants in this process (no crash isolation)");
+  app->add_option("--worker", a->worker_result)->group("");
+  app->add_option("--secret-seed-file", a->secret_seed_file)->group("");
+  app->add_flag("--progress", a->progress)->group("");
+  return {app, [a] { return run_command(*a); }};
+}
+
+}  // namespace
+}  // namespace harness::cli
+
+HARNESS_REGISTER_COMMAND("run", harness::cli::setup);

@@ -1,0 +1,59 @@
+#include "harness/cli_table.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace harness::cli {
+
+std::string format_duration_ns(double ns) {
+  if (!(ns > 0)) return "-";
+  if (ns < 1e3) return fmt::format("{:.1f} ns", ns);
+  if (ns < 1e6) return fmt::format("{:.2f} us", ns / 1e3);
+  if (ns < 1e9) return fmt::format("{:.3f} ms", ns / 1e6);
+  return fmt::format("{:.3f} s", ns / 1e9);
+}
+
+namespace {
+
+std::string official_cell(const ShapeResult& s) {
+  if (!s.official) return "-";
+  const auto& o = *s.official;
+  return fmt::format("{} {}/{} ({:.2f}%)", o.passed ? "ok" : "FAIL", o.mismatches, o.total, 100 * o.fraction);
+}
+
+std::string strict_cell(const ShapeResult& s) {
+  if (!s.strict) return "-";
+  const auto& st = *s.strict;
+  return fmt::format("{} {:.2e} <= {:.1e}", st.passed ? "ok" : "FAIL", st.rel_l2, st.limit);
+}
+
+std::string max_abs_cell(const ShapeResult& s) { return s.strict ? fmt::format("{:.2e}", s.strict->max_abs) : "-"; }
+
+}  // namespace
+
+void print_run_table(const RunResult& r, std::FILE* out) {
+  fmt::print(out, "\n{} / {}   mode {}   device {} ({})\n", r.problem, r.variant, to_string(r.mode), r.device.name,
+             r.device.backend);
+  fmt::print(out, "check: {}   timing: {}{}\n", r.check_reference.empty() ? "-" : r.check_reference,
+             r.timing.method.empty() ? "-" : r.timing.method,
+             r.timing.flush ? fmt::format(" (flush {} MiB)", r.timing.flush_bytes >> 20) : std::string());
+  if (r.shapes.empty()) {
+    fmt::print(out, "FAILED: {}\n", r.reason);
+    return;
+  }
+  fmt::print(out, "{:>3}  {:<28} {:<24} {:<22} {:>9} {:>5} {:>11} {:>11} {:>9} {:>6}\n", "#", "shape",
+             "official (mismatch)", "strict (rel L2)", "max abs", "runs", "mean", "best", "GB/s", "%BW");
+  for (const auto& s : r.shapes) {
+    const bool timed = s.stats.runs > 0 && s.stats.mean > 0;
+    fmt::print(out, "{:>3}  {:<28} {:<24} {:<22} {:>9} {:>5} {:>11} {:>11} {:>9} {:>6}\n", s.index, s.label,
+               official_cell(s), strict_cell(s), max_abs_cell(s), s.stats.runs, format_duration_ns(s.stats.mean),
+               format_duration_ns(s.stats.best), timed ? fmt::format("{:.4g}", s.gbps) : "-",
+               timed && s.pct_bandwidth > 0 ? fmt::format("{:.3g}", s.pct_bandwidth) : "-");
+    if (!s.passed()) fmt::print(out, "     FAILED: {}\n", s.reason);
+  }
+  fmt::print(out, "score (geometric mean of means): {}   {}\n",
+             r.score_ns ? format_duration_ns(*r.score_ns) : std::string("-"), r.passed ? "PASSED" : "FAILED");
+}
+
+}  // namespace harness::cli

@@ -1,0 +1,308 @@
+#include "harness/runner.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "harness/build_info.hpp"
+#include "harness/seeds.hpp"
+#include "harness/verdict.hpp"
+
+namespace harness {
+
+std::vector<ShapeCase> mode_shapes(const Problem& p, Mode m) {
+  return m == Mode::test ? p.test_shapes() : p.benchmark_shapes();
+}
+
+const VariantEntry* find_reference_variant(const std::string& problem) {
+  for (const auto& v : variant_registry())
+    if (v.problem == problem && (v.flags & kVariantReference) && v.backend == Backend::gpu) return &v;
+  return nullptr;
+}
+
+namespace {
+
+// A check that failed: the shape is recorded as failed with this message.
+struct CheckFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::string format_location(const std::vector<int64_t>& idx) {
+  return fmt::format("[{}]", fmt::join(idx, ","));
+}
+
+// Buffers and calls of one shape on one device.
+class ShapeSession {
+ public:
+  ShapeSession(Device& dev, const Problem& p, const VariantEntry& v, const ShapeCase& s, const VariantEntry* ref)
+      : dev_(dev), p_(p), v_(v), s_(s), ref_(ref), out_spec_(p.output_spec(s)) {
+    for (auto& spec : p.input_specs(s)) {
+      inputs_.emplace_back(dev, spec.bytes());
+      ptrs_[spec.name] = inputs_.back().get();
+      specs_.push_back(std::move(spec));
+    }
+    out_bytes_ = out_spec_.bytes();
+    out_ = DeviceBuffer(dev, out_bytes_ + kGuardBytes);
+    ws_bytes_ = p.workspace_bytes(v, s);
+    ws_ = DeviceBuffer(dev, ws_bytes_ + kGuardBytes);
+    out_guard_ = arm_guard(out_, out_bytes_);
+    ws_guard_ = arm_guard(ws_, ws_bytes_);
+  }
+
+  void generate(uint64_t seed) {
+    dev_.generate_inputs(p_, s_, seed, ptrs_);
+    dev_.synchronize();
+    input_hashes_.clear();
+    for (size_t i = 0; i < specs_.size(); ++i) input_hashes_.push_back(dev_.hash(inputs_[i].get(), specs_[i].bytes()));
+  }
+
+  void poison() { dev_.fill(out_.get(), kPoisonByte, out_bytes_); }
+
+  void call() {
+    p_.invoke(v_, s_, ptrs_, out_.get(), ws_.get(), ws_bytes_);
+    dev_.check_last_error(v_.name.c_str());
+    dev_.synchronize();
+  }
+
+  double timed_call(const TimingOptions& t) {
+    const double s = dev_.time_call([&] { p_.invoke(v_, s_, ptrs_, out_.get(), ws_.get(), ws_bytes_); }, t);
+    dev_.check_last_error(v_.name.c_str());
+    return s;
+  }
+
+  // Inputs unchanged since generate(), nothing written past the output or the workspace.
+  void check_integrity() {
+    dev_.synchronize();
+    for (size_t i = 0; i < specs_.size(); ++i)
+      if (dev_.hash(inputs_[i].get(), specs_[i].bytes()) != input_hashes_[i])
+        throw CheckFailure("input mutated: " + specs_[i].name);
+    if (dev_.hash(static_cast<char*>(out_.get()) + out_bytes_, kGuardBytes) != out_guard_)
+      throw CheckFailure("wrote past the output");
+    if (dev_.hash(static_cast<char*>(ws_.get()) + ws_bytes_, kGuardBytes) != ws_guard_)
+      throw CheckFailure("wrote past the workspace");
+  }
+
+  // The check reference for the current inputs: the GPU reference variant's output, or the oracle.
+  std::vector<double> reference() {
+    if (ref_) return run_reference_variant();
+    HostInputs host;
+    for (size_t i = 0; i < specs_.size(); ++i) {
+      host.tensors.emplace_back(specs_[i]);
+      dev_.download(host.tensors.back().data.data(), inputs_[i].get(), specs_[i].bytes());
+    }
+    return p_.oracle(s_, host);
+  }
+
+  std::vector<float> output() {
+    std::vector<uint8_t> raw(out_bytes_);
+    dev_.download(raw.data(), out_.get(), out_bytes_);
+    return decode_to_float(raw.data(), out_spec_.dtype, static_cast<size_t>(out_spec_.numel()));
+  }
+
+  const TensorSpec& output_spec() const { return out_spec_; }
+
+ private:
+  uint64_t arm_guard(DeviceBuffer& b, std::size_t offset) {
+    char* g = static_cast<char*>(b.get()) + offset;
+    dev_.fill(g, kGuardByte, kGuardBytes);
+    dev_.synchronize();
+    return dev_.hash(g, kGuardBytes);
+  }
+
+  std::vector<double> run_reference_variant() {
+    const std::size_t ws_bytes = p_.workspace_bytes(*ref_, s_);
+    DeviceBuffer out(dev_, out_bytes_), ws(dev_, ws_bytes);
+    dev_.fill(out.get(), kPoisonByte, out_bytes_);
+    p_.invoke(*ref_, s_, ptrs_, out.get(), ws.get(), ws_bytes);
+    dev_.check_last_error(ref_->name.c_str());
+    dev_.synchronize();
+    std::vector<uint8_t> raw(out_bytes_);
+    dev_.download(raw.data(), out.get(), out_bytes_);
+    const auto f = decode_to_float(raw.data(), out_spec_.dtype, static_cast<size_t>(out_spec_.numel()));
+    return std::vector<double>(f.begin(), f.end());
+  }
+
+  Device& dev_;
+  const Problem& p_;
+  const VariantEntry& v_;
+  const ShapeCase& s_;
+  const VariantEntry* ref_;
+  TensorSpec out_spec_;
+  std::vector<TensorSpec> specs_;
+  std::vector<DeviceBuffer> inputs_;
+  TensorPtrs ptrs_;
+  DeviceBuffer out_, ws_;
+  std::size_t out_bytes_ = 0, ws_bytes_ = 0;
+  uint64_t out_guard_ = 0, ws_guard_ = 0;
+  std::vector<uint64_t> input_hashes_;
+};
+
+// Compares one output, keeps the worst verdicts seen for the shape, throws CheckFailure on a fail.
+void check_output(ShapeResult& r, ShapeSession& session, const std::vector<double>& ref, const Problem& p,
+                  double strict_limit) {
+  const auto out = session.output();
+  if (out.size() != ref.size())
+    throw std::logic_error(fmt::format("reference has {} elements, output {}", ref.size(), out.size()));
+  const auto off = official_verdict(out.data(), ref.data(), out.size(), session.output_spec().shape, p.tolerance());
+  const auto st = strict_verdict(out.data(), ref.data(), out.size(), strict_limit);
+  ++r.checks;
+  if (!r.official || off.mismatches > r.official->mismatches) r.official = off;
+  if (!r.strict || !(st.rel_l2 <= r.strict->rel_l2)) r.strict = st;
+  if (!off.passed) {
+    std::string where;
+    if (!off.first_locations.empty()) where = ", first at " + format_location(off.first_locations.front());
+    throw CheckFailure(fmt::format("official check failed: {} of {} elements mismatch ({:.3f}%, allowed {:.3f}%){}",
+                                   off.mismatches, off.total, 100 * off.fraction, 100 * off.allowance, where));
+  }
+  if (!st.passed)
+    throw CheckFailure(fmt::format("strict check failed: rel L2 {:.4g} > limit {:.4g} (max abs {:.4g})", st.rel_l2,
+                                   st.limit, st.max_abs));
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+struct ShapeContext {
+  Device& dev;
+  const Problem& p;
+  const VariantEntry& v;
+  const VariantEntry* ref;
+  const RunOptions& o;
+  TimingOptions timing;
+  StopRule rule;
+  const ProgressFn& progress;
+  std::string tag;  // "problem/variant [i/n] label"
+};
+
+void run_shape(ShapeContext& c, const ShapeCase& s, bool warm_up, ShapeResult& r) {
+  const double strict_limit = c.p.strict_rel_l2_limit(c.v.reads);
+  const auto say = [&](const std::string& what) { if (c.progress) c.progress(c.tag + ": " + what); };
+  ShapeSession session(c.dev, c.p, c.v, s, c.ref);
+  const bool leaderboard = c.o.mode == Mode::leaderboard;
+  if (!leaderboard || warm_up) {  // leaderboard timed calls generate their own inputs
+    say("generating inputs");
+    session.generate(r.seed);
+  }
+  std::vector<double> durations;
+
+  if (c.o.mode == Mode::test) {
+    session.poison();
+    durations.push_back(session.timed_call(c.timing));
+    c.dev.synchronize();
+    session.check_integrity();
+    say("checking");
+    check_output(r, session, session.reference(), c.p, strict_limit);
+  } else {
+    std::vector<double> ref;
+    if (warm_up) {
+      session.poison();
+      say("warm-up");
+      session.call();
+      session.check_integrity();
+      say("checking warm-up");
+      ref = session.reference();
+      check_output(r, session, ref, c.p, strict_limit);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    for (uint64_t i = 0;; ++i) {
+      if (leaderboard) {
+        r.timed_seeds.push_back(leaderboard_seed(r.seed, i));
+        session.generate(r.timed_seeds.back());
+      }
+      session.poison();
+      durations.push_back(session.timed_call(c.timing));
+      if (leaderboard) {
+        session.check_integrity();
+        check_output(r, session, session.reference(), c.p, strict_limit);
+      }
+      const auto stop = should_stop(c.rule, durations, seconds_since(t0));
+      if (durations.size() % 10 == 0 || stop != StopReason::none)
+        say(fmt::format("run {}, mean {:.2f} us", durations.size(),
+                        compute_stats(durations).mean * 1e6));
+      if (stop != StopReason::none) {
+        r.stop_reason = to_string(stop);
+        break;
+      }
+    }
+    c.dev.synchronize();
+    session.check_integrity();
+    // Benchmark mode reuses one set of inputs, so the warm-up's reference also checks the last
+    // timed output (the official runner does not re-check here).
+    if (!leaderboard && !ref.empty()) check_output(r, session, ref, c.p, strict_limit);
+  }
+
+  std::vector<double> ns(durations.size());
+  std::transform(durations.begin(), durations.end(), ns.begin(), [](double d) { return d * 1e9; });
+  r.stats = compute_stats(ns);
+  if (r.stats.mean > 0) {
+    r.gbps = r.bytes / r.stats.mean;  // bytes per ns = GB/s
+    const double bw = c.dev.info().bandwidth_bytes_per_s;
+    r.pct_bandwidth = bw > 0 ? 100.0 * r.gbps * 1e9 / bw : 0.0;
+  }
+}
+
+}  // namespace
+
+RunResult run_variant(Device& dev, const Problem& p, const VariantEntry& v, const RunOptions& o,
+                      const ProgressFn& progress) {
+  RunResult run;
+  run.harness_version = build_info().version;
+  run.date = utc_now_iso8601();
+  run.device = dev.info();
+  run.problem = p.name();
+  run.variant = v.name;
+  run.mode = o.mode;
+  run.seeds.seed_override = o.seed;
+  run.seeds.secret_seed = o.secret_seed.has_value();
+
+  ShapeContext c{dev, p, v, nullptr, o, o.timing, StopRule{}, progress, ""};
+  // The GPU reference checks GPU variants; cpu variants, --oracle and the reference itself use the oracle.
+  if (!o.oracle && v.backend == Backend::gpu && !(v.flags & kVariantReference)) c.ref = find_reference_variant(p.name());
+  run.check_reference = c.ref ? "gpu reference variant '" + c.ref->name + "'" : "float64 oracle";
+  if (dev.kind() == Backend::cpu && !o.flush_bytes_given)
+    // Twice the last-level cache, within [64, 256] MiB: a host flush costs real time on few cores.
+    c.timing.flush_bytes = std::clamp<std::size_t>(2 * dev.info().l2_bytes, 64ull << 20, 256ull << 20);
+  if (dev.kind() == Backend::cpu) c.timing.hide_host = true;  // no queue to hide: nothing to do
+  run.timing = {c.timing.flush, c.timing.flush ? c.timing.flush_bytes : 0, c.timing.hide_host, c.timing.graph,
+                timing_method(c.timing)};
+  c.rule = o.stop_rule ? *o.stop_rule
+                       : (o.mode == Mode::leaderboard ? leaderboard_stop_rule() : benchmark_stop_rule());
+
+  const auto shapes = mode_shapes(p, o.mode);
+  std::vector<int> selected = o.shape_indices;
+  if (selected.empty())
+    for (int i = 0; i < static_cast<int>(shapes.size()); ++i) selected.push_back(i);
+
+  for (size_t k = 0; k < selected.size(); ++k) {
+    const int idx = selected[k];
+    if (idx < 0 || idx >= static_cast<int>(shapes.size()))
+      throw std::out_of_range(fmt::format("shape index {} out of range (0..{})", idx, shapes.size() - 1));
+    const ShapeCase& s = shapes[idx];
+    ShapeResult r;
+    r.index = idx;
+    r.label = s.label();
+    r.params = s.params;
+    r.seed = shape_seed(s.seed, o.seed, o.secret_seed);
+    const Cost cost = p.cost(s, v.reads);
+    r.bytes = cost.bytes;
+    r.flops = cost.flops;
+    c.tag = fmt::format("{}/{} [{}/{}] {}", p.name(), v.name, k + 1, selected.size(), r.label);
+    // Leaderboard mode warms up only before the first shape (as the official runner).
+    const bool warm_up = o.mode == Mode::benchmark || (o.mode == Mode::leaderboard && k == 0);
+    try {
+      run_shape(c, s, warm_up, r);
+    } catch (const std::exception& e) {
+      r.status = "failed";
+      r.reason = e.what();
+    }
+    run.shapes.push_back(std::move(r));
+  }
+  run.finalize();
+  return run;
+}
+
+}  // namespace harness

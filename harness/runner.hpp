@@ -1,0 +1,43 @@
+// The pipeline, written once against Device: generate -> poison -> run -> check -> time, per shape.
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/device.hpp"
+#include "harness/problem.hpp"
+#include "harness/results.hpp"
+#include "harness/stats.hpp"
+
+namespace harness {
+
+struct RunOptions {
+  Mode mode = Mode::test;
+  std::vector<int> shape_indices;           // into the mode's shape list; empty = all
+  std::optional<uint64_t> seed;             // replaces every shape's seed
+  std::optional<uint64_t> secret_seed;      // Cantor-paired with each shape seed
+  TimingOptions timing;
+  bool flush_bytes_given = false;           // otherwise the cpu device uses a cache-sized flush
+  bool oracle = false;                      // check against the float64 oracle even on a GPU build
+  std::optional<StopRule> stop_rule;        // default: the mode's caps (tests shorten it)
+};
+
+using ProgressFn = std::function<void(const std::string&)>;
+
+// test shapes for test mode, benchmark shapes otherwise.
+std::vector<ShapeCase> mode_shapes(const Problem& p, Mode m);
+
+// The problem's GPU reference variant (flag kVariantReference), or nullptr.
+const VariantEntry* find_reference_variant(const std::string& problem);
+
+// Bytes of the guard region placed after the output and the workspace.
+constexpr std::size_t kGuardBytes = 4096;
+constexpr uint8_t kGuardByte = 0xA5;
+constexpr uint8_t kPoisonByte = 0xFF;  // bf16 / f32 NaN
+
+// Runs every selected shape; a failing shape is recorded and the next one runs.
+RunResult run_variant(Device& dev, const Problem& p, const VariantEntry& v, const RunOptions& o,
+                      const ProgressFn& progress = {});
+
+}  // namespace harness
