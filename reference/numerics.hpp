@@ -45,6 +45,16 @@ HD inline uint64_t f64_bits(double d) {
 #endif
 }
 
+HD inline double bits_f64(uint64_t u) {
+#ifdef NUMERICS_DEVICE_PASS
+  return __longlong_as_double(static_cast<long long>(u));
+#else
+  double d;
+  memcpy(&d, &u, sizeof d);
+  return d;
+#endif
+}
+
 HD inline bool is_nan_f32(float f) { return (f32_bits(f) & 0x7FFFFFFFu) > 0x7F800000u; }
 
 // m / 2^s rounded to nearest, ties to even (s >= 0; m < 2^63).
