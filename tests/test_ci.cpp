@@ -1,0 +1,150 @@
+#include <sstream>
+
+#include "harness/ci.hpp"
+#include "tests/catch.hpp"
+#include "tests/leaderboard_fixtures.hpp"
+
+using harness::CiStatus;
+using nlohmann::json;
+
+namespace {
+
+// Baseline: v1 at 100 / 400 us with 1 us errors.
+json baseline_board() {
+  json board = harness::empty_leaderboard();
+  harness::merge_entry(board, harness::entries_from_results(lbtest::two_shapes("v1", 100e3, 400e3, 1e3))[0]);
+  return board;
+}
+
+harness::CiOutcome judge(const json& doc, const std::string& variant = "v1", double max_slowdown = 0.05) {
+  harness::CiRun run;
+  run.results = doc;
+  return harness::evaluate_run({"mla_decode", variant}, run, baseline_board(), max_slowdown);
+}
+
+}  // namespace
+
+TEST_CASE("ci: --shard and --max-slowdown parsing", "[ci]") {
+  CHECK(harness::parse_shard("1/1") == std::pair<int, int>{1, 1});
+  CHECK(harness::parse_shard("3/4") == std::pair<int, int>{3, 4});
+  for (const char* bad : {"0/2", "3/2", "1", "a/b", "1/0", "1/2x", ""})
+    CHECK_THROWS_AS(harness::parse_shard(bad), std::invalid_argument);
+  CHECK(harness::parse_fraction("5%") == 0.05);
+  CHECK(harness::parse_fraction("0.1") == 0.1);
+  for (const char* bad : {"x", "5%%", "-1", "", "nan"})
+    CHECK_THROWS_AS(harness::parse_fraction(bad), std::invalid_argument);
+}
+
+TEST_CASE("ci: a slowdown beyond the threshold and the noise fails with 4", "[ci]") {
+  const auto slow = judge(lbtest::two_shapes("v1", 120e3, 400e3, 1e3));  // +20%, z = 14
+  CHECK(slow.status == CiStatus::slower);
+  CHECK(slow.message.find("bs=4 kv=1024") != std::string::npos);
+  CHECK(harness::ci_exit_code({slow}) == harness::kCiSlower);
+
+  // +20% but the errors are huge: noise, not a regression.
+  const auto noisy = judge(lbtest::two_shapes("v1", 120e3, 400e3, 20e3));
+  CHECK(noisy.status == CiStatus::ok);
+  // +4%, significant (z = 4e3 / sqrt(1e3^2 + 100^2) = 3.98), but under the 5% threshold.
+  const auto small = judge(lbtest::two_shapes("v1", 104e3, 400e3, 100));
+  CHECK(small.status == CiStatus::ok);
+  // The same +4% with a 2% threshold is a regression.
+  CHECK(judge(lbtest::two_shapes("v1", 104e3, 400e3, 100), "v1", 0.02).status == CiStatus::slower);
+  // +3%: z = 2.99 is noise even with a 2% threshold.
+  CHECK(judge(lbtest::two_shapes("v1", 103e3, 400e3, 100), "v1", 0.02).status == CiStatus::ok);
+  // Faster is fine.
+  const auto fast = judge(lbtest::two_shapes("v1", 80e3, 400e3, 1e3));
+  CHECK(fast.status == CiStatus::faster);
+  CHECK(harness::ci_exit_code({fast, noisy, small}) == harness::kCiOk);
+}
+
+TEST_CASE("ci: a failed check or a crash fails with 3, before a slowdown", "[ci]") {
+  const auto wrong = judge(lbtest::two_shapes("v1", 100e3, 400e3, 1e3, false));
+  CHECK(wrong.status == CiStatus::failed);
+  CHECK_FALSE(wrong.message.empty());
+  harness::CiRun crashed;
+  crashed.error = "crashed: SIGSEGV";
+  const auto crash = harness::evaluate_run({"mla_decode", "v1"}, crashed, baseline_board(), 0.05);
+  CHECK(crash.status == CiStatus::crashed);
+  const auto slow = judge(lbtest::two_shapes("v1", 200e3, 400e3, 1e3));
+  CHECK(harness::ci_exit_code({slow, wrong}) == harness::kCiFailed);
+  CHECK(harness::ci_exit_code({crash, slow}) == harness::kCiFailed);
+  // Results that hold another variant's run count as a crash of this job.
+  CHECK(judge(lbtest::two_shapes("v2", 100e3, 400e3)).status == CiStatus::crashed);
+}
+
+TEST_CASE("ci: a variant without a baseline entry is new, not a failure", "[ci]") {
+  const auto fresh = judge(lbtest::two_shapes("v9", 100e3, 400e3), "v9");
+  CHECK(fresh.status == CiStatus::new_entry);
+  // Another device's best is not a baseline either.
+  const auto other = judge(lbtest::fake_doc("mla_decode", "v1", {{"bs=4 kv=1024", 900e3, 1}}, "Other GPU"));
+  CHECK(other.status == CiStatus::new_entry);
+  CHECK(harness::ci_exit_code({fresh, other}) == harness::kCiOk);
+}
+
+TEST_CASE("ci: the whole command on results files: exit codes, shards, summary", "[ci]") {
+  lbtest::TempDir dir;
+  const std::string lb = dir.file("lb.json");
+  harness::save_leaderboard(lb, baseline_board());
+  const std::string ok = dir.file("ok.json"), slow = dir.file("slow.json"), wrong = dir.file("wrong.json");
+  lbtest::write_text(ok, lbtest::two_shapes("v1", 100e3, 400e3, 1e3).dump());
+  lbtest::write_text(slow, lbtest::two_shapes("v1", 150e3, 400e3, 1e3).dump());
+  lbtest::write_text(wrong, lbtest::two_shapes("v1", 100e3, 400e3, 1e3, false).dump());
+
+  harness::CiOptions o;
+  o.baseline = lb;
+  o.summary_path = dir.file("summary.md");
+  std::ostringstream log;
+  auto run = [&](std::vector<std::string> files) {
+    o.results_files = std::move(files);
+    return harness::run_ci(o, {}, log);
+  };
+  CHECK(run({ok}) == harness::kCiOk);
+  CHECK(run({ok, slow}) == harness::kCiSlower);
+  CHECK(run({slow, wrong}) == harness::kCiFailed);
+  CHECK(run({dir.file("missing.json")}) == harness::kCiFailed);
+  o.shard_count = 2;
+  o.shard_index = 1;
+  CHECK(run({ok, slow}) == harness::kCiOk);  // shard 1/2 takes the first job only
+  o.shard_index = 2;
+  CHECK(run({ok, slow}) == harness::kCiSlower);
+
+  const std::string summary = harness::read_text_file(o.summary_path);
+  CHECK(summary.find("## harness ci") != std::string::npos);
+  CHECK(summary.find("SLOWER") != std::string::npos);
+  CHECK(summary.find("### mla_decode:v1") != std::string::npos);  // the slow job's per-shape table
+  CHECK(summary.find("FAILED") != std::string::npos);
+
+  // A malformed baseline is the caller's usage error (exit 2), not a job failure.
+  lbtest::write_text(lb, "{oops");
+  CHECK_THROWS_AS(run({ok}), harness::LeaderboardError);
+}
+
+TEST_CASE("ci: jobs go through the executor, one call per selected job", "[ci]") {
+  lbtest::TempDir dir;
+  harness::CiOptions o;
+  o.baseline = dir.file("none.json");  // missing: every job is new
+  std::vector<std::string> ran;
+  const harness::CiExecutor exec = [&](const harness::CiJob& job) {
+    ran.push_back(job.problem + ":" + job.variant);
+    harness::CiRun r;
+    r.results = lbtest::two_shapes(job.variant, 100e3, 400e3, 1e3, true, job.problem);
+    return r;
+  };
+  std::ostringstream log;
+  const auto jobs = harness::select_jobs(o);
+  CHECK(harness::run_ci(o, exec, log) == harness::kCiOk);
+  CHECK(ran.size() == jobs.size());
+  // Sharding partitions the job list.
+  o.shard_count = 2;
+  std::size_t total = 0;
+  for (int i = 1; i <= 2; ++i) {
+    o.shard_index = i;
+    total += harness::select_jobs(o).size();
+  }
+  CHECK(total == jobs.size());
+  // A variant filter that names nothing registered runs nothing.
+  o.shard_count = 1;
+  o.shard_index = 1;
+  o.variants = {"no_such_variant"};
+  CHECK(harness::select_jobs(o).empty());
+}
