@@ -137,6 +137,9 @@ SettleHashes GpuDevice::hash_at_end_event(const std::function<void()>& call, voi
   synchronize();
   fill(out, poison, bytes);
   synchronize();
+  // Hash once now so the hasher's scratch exists: allocating (or freeing) it after the call would
+  // synchronize the device and hide escaped work.
+  (void)hasher_.hash(side_queue_, out, bytes);
   call();
   check_last_error("call under the settle check");
   HARNESS_GPU_CHECK(hipEventRecord(end_, default_queue()));
