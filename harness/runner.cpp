@@ -178,6 +178,18 @@ struct ShapeContext {
   std::string tag;  // "problem/variant [i/n] label"
 };
 
+// Statistics (ns) and bandwidth of the timed calls.
+void record_timing(ShapeResult& r, const std::vector<double>& durations_s, const DeviceInfo& info) {
+  std::vector<double> ns(durations_s.size());
+  std::transform(durations_s.begin(), durations_s.end(), ns.begin(), [](double d) { return d * 1e9; });
+  r.stats = compute_stats(ns);
+  if (r.stats.mean > 0) {
+    r.gbps = r.bytes / r.stats.mean;  // bytes per ns = GB/s
+    const double bw = info.bandwidth_bytes_per_s;
+    r.pct_bandwidth = bw > 0 ? 100.0 * r.gbps * 1e9 / bw : 0.0;
+  }
+}
+
 void run_shape(ShapeContext& c, const ShapeCase& s, bool warm_up, ShapeResult& r) {
   const double strict_limit = c.p.strict_rel_l2_limit(c.v.reads);
   const auto say = [&](const std::string& what) { if (c.progress) c.progress(c.tag + ": " + what); };
@@ -193,6 +205,7 @@ void run_shape(ShapeContext& c, const ShapeCase& s, bool warm_up, ShapeResult& r
     session.poison();
     durations.push_back(session.timed_call(c.timing));
     c.dev.synchronize();
+    record_timing(r, durations, c.dev.info());
     session.check_integrity();
     say("checking");
     check_output(r, session, session.reference(), c.p, strict_limit);
@@ -216,8 +229,13 @@ void run_shape(ShapeContext& c, const ShapeCase& s, bool warm_up, ShapeResult& r
       session.poison();
       durations.push_back(session.timed_call(c.timing));
       if (leaderboard) {
-        session.check_integrity();
-        check_output(r, session, session.reference(), c.p, strict_limit);
+        try {
+          session.check_integrity();
+          check_output(r, session, session.reference(), c.p, strict_limit);
+        } catch (...) {
+          record_timing(r, durations, c.dev.info());  // keep the timing of a failing shape
+          throw;
+        }
       }
       const auto stop = should_stop(c.rule, durations, seconds_since(t0));
       if (durations.size() % 10 == 0 || stop != StopReason::none)
@@ -229,19 +247,11 @@ void run_shape(ShapeContext& c, const ShapeCase& s, bool warm_up, ShapeResult& r
       }
     }
     c.dev.synchronize();
+    record_timing(r, durations, c.dev.info());
     session.check_integrity();
     // Benchmark mode reuses one set of inputs, so the warm-up's reference also checks the last
     // timed output (the official runner does not re-check here).
     if (!leaderboard && !ref.empty()) check_output(r, session, ref, c.p, strict_limit);
-  }
-
-  std::vector<double> ns(durations.size());
-  std::transform(durations.begin(), durations.end(), ns.begin(), [](double d) { return d * 1e9; });
-  r.stats = compute_stats(ns);
-  if (r.stats.mean > 0) {
-    r.gbps = r.bytes / r.stats.mean;  // bytes per ns = GB/s
-    const double bw = c.dev.info().bandwidth_bytes_per_s;
-    r.pct_bandwidth = bw > 0 ? 100.0 * r.gbps * 1e9 / bw : 0.0;
   }
 }
 

@@ -1,0 +1,126 @@
+// The built binary (HARNESS_BINARY): usage errors are one line with exit code 2; runs write
+// results that match docs/results.schema.json; a worker that overruns --timeout is reported.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/atomic_file.hpp"
+#include "harness/build_info.hpp"
+#include "tests/catch.hpp"
+
+std::vector<std::string> schema_errors(const nlohmann::json& doc);  // test_results.cpp
+
+namespace {
+
+struct Ran {
+  int code = -1;
+  std::string output;  // stdout + stderr
+};
+
+Ran harness_cmd(const std::string& args) {
+  Ran r;
+  const std::string cmd = std::string(HARNESS_BINARY) + " " + args + " 2>&1";
+  FILE* f = ::popen(cmd.c_str(), "r");
+  REQUIRE(f != nullptr);
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) r.output.append(buf.data(), n);
+  const int status = ::pclose(f);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+void check_usage_error(const std::string& args, const std::string& must_contain) {
+  INFO("harness " << args);
+  const Ran r = harness_cmd(args);
+  INFO(r.output);
+  CHECK(r.code == 2);
+  CHECK(r.output.rfind("harness: error: ", 0) == 0);
+  CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+  CHECK(r.output.find(must_contain) != std::string::npos);
+}
+
+std::string temp_json(const char* tag) {
+  return (std::filesystem::temp_directory_path() / (std::string("harness-cli-") + tag + "-" + std::to_string(::getpid()) + ".json")).string();
+}
+
+}  // namespace
+
+TEST_CASE("cli: usage errors are one line naming the valid choices, exit code 2") {
+  check_usage_error("", "A subcommand is required (commands: ");
+  check_usage_error("", " list, ");
+  check_usage_error("frobnicate", "unknown command 'frobnicate' (commands: ");
+  check_usage_error("frobnicate", " run");
+  check_usage_error("run nope --variant cpu", "unknown problem 'nope' (valid: ");
+  check_usage_error("run nope --variant cpu", "mla_decode");
+  check_usage_error("run mla_decode --variant zzz", "unknown variant 'zzz' for mla_decode (valid: ");
+  check_usage_error("run mla_decode --variant cpu --shapes 4", "bad shape index '4' for mla_decode test shapes (valid: all or indices 0-3)");
+  check_usage_error("run mla_decode --variant cpu --shapes 1,x", "bad shape index 'x'");
+  check_usage_error("run mla_decode --variant cpu --mode benchmark --shapes 8", "indices 0-7");
+  check_usage_error("run mla_decode --variant cpu --mode fast", "unknown mode 'fast' (valid: test, benchmark, leaderboard)");
+  check_usage_error("run mla_decode --variant cpu --bogus", "--bogus");
+  check_usage_error("run mla_decode", "--variant");
+  check_usage_error("run mla_decode --variant cpu --seed minus", "--seed");
+}
+
+TEST_CASE("cli: a GPU variant on a cpu build is a usage error") {
+  const auto& b = harness::build_info();
+  if (b.backend != "cpu") return;
+  const auto pos = b.all_gpu_variants.find("mla_decode:");
+  if (pos == std::string::npos) return;  // no GPU variant in the tree yet
+  const auto end = b.all_gpu_variants.find(',', pos);
+  const std::string name = b.all_gpu_variants.substr(pos + 11, end == std::string::npos ? std::string::npos : end - pos - 11);
+  check_usage_error("run mla_decode --variant " + name, "is a GPU variant, not compiled into this cpu build");
+}
+
+TEST_CASE("cli: list shows problems, variants and shapes") {
+  const Ran r = harness_cmd("list");
+  CHECK(r.code == 0);
+  CHECK(r.output.find("mla_decode") != std::string::npos);
+  CHECK(r.output.find("moe_mxfp4") != std::string::npos);
+  CHECK(r.output.find("seed 4220") != std::string::npos);
+  CHECK(r.output.find("cpu ") != std::string::npos);
+}
+
+TEST_CASE("cli: an isolated cpu run writes a results file that matches the schema") {
+  const std::string path = temp_json("run");
+  const Ran r = harness_cmd("run mla_decode --variant cpu --shapes 0 --json " + path);
+  INFO(r.output);
+  CHECK(r.code == 0);
+  CHECK(r.output.find("PASSED") != std::string::npos);
+  const auto doc = nlohmann::json::parse(harness::read_file(path));
+  const auto errors = schema_errors(doc);
+  for (const auto& e : errors) INFO(e);
+  CHECK(errors.empty());
+  REQUIRE(doc["runs"].size() == 1);
+  const auto& run = doc["runs"][0];
+  CHECK(run["passed"] == true);
+  CHECK(run["check_reference"] == "float64 oracle");
+  REQUIRE(run["shapes"].size() == 1);
+  CHECK(run["shapes"][0]["seed"] == 4220);
+  CHECK(run["shapes"][0]["official"]["total"] == 4 * 16 * 512);
+  CHECK(run["shapes"][0]["strict"]["rel_l2"].get<double>() > 0);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("cli: a worker past --timeout is killed, recorded, and the next variant still runs") {
+  const std::string path = temp_json("timeout");
+  const Ran r = harness_cmd("run mla_decode --variant cpu,cpu --shapes 3 --timeout 1 --json " + path);
+  INFO(r.output);
+  CHECK(r.code == 1);
+  const auto doc = nlohmann::json::parse(harness::read_file(path));
+  CHECK(schema_errors(doc).empty());
+  REQUIRE(doc["runs"].size() == 2);
+  for (const auto& run : doc["runs"]) {
+    CHECK(run["status"] == "failed");
+    CHECK(run["reason"] == "timed out after 1 s");
+  }
+  CHECK(doc["passed"] == false);
+  std::filesystem::remove(path);
+}
