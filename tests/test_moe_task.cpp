@@ -259,3 +259,93 @@ TEST_CASE("moe task: the check catches a variant that skips the shared expert") 
   CHECK(e.mismatches > 0);
   CHECK(e.rel_l2 > p.strict_rel_l2_limit({}));
 }
+
+#if defined(HARNESS_WITH_GPU)
+#include <chrono>
+
+#include "harness/device.hpp"
+
+namespace {
+
+harness::Device& moe_gpu() {
+  static std::unique_ptr<harness::Device> d = harness::make_gpu_device(0);
+  return *d;
+}
+
+struct DeviceInputs {
+  std::vector<harness::DeviceBuffer> buffers;
+  harness::TensorPtrs ptrs;
+  DeviceInputs(const harness::Problem& p, const harness::ShapeCase& s) {
+    for (const auto& spec : p.input_specs(s)) {
+      buffers.emplace_back(moe_gpu(), spec.bytes());
+      moe_gpu().fill(buffers.back().get(), 0xa5, spec.bytes());
+      ptrs[spec.name] = buffers.back().get();
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("moe task: GPU generation of the largest benchmark shapes takes well under a second") {
+  const auto& p = problem();
+  const auto benches = p.benchmark_shapes();
+  for (const auto& s : {benches[2], benches[6]}) {  // E 257 / d_expert 256 and E 33 / d_expert 2048, bs 512
+    DeviceInputs d(p, s);
+    moe_gpu().generate_inputs(p, s, s.seed, d.ptrs);  // warm-up (module load)
+    const auto t0 = std::chrono::steady_clock::now();
+    moe_gpu().generate_inputs(p, s, s.seed + 1, d.ptrs);
+    moe_gpu().synchronize();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("moe GPU generation %s: %.1f ms\n", s.label().c_str(), seconds * 1e3);
+    CHECK(seconds < 0.5);
+    // Routing sanity on the device output: shared expert last with weight 1, routed ids distinct.
+    const MoeConfig c = moe_task::config_of(s);
+    std::vector<int32_t> ids(int64_t{c.bs} * c.total_top_k);
+    std::vector<float> w(ids.size());
+    moe_gpu().download(ids.data(), d.ptrs.at("topk_ids"), ids.size() * 4);
+    moe_gpu().download(w.data(), d.ptrs.at("topk_weights"), w.size() * 4);
+    for (int t = 0; t < c.bs; ++t) {
+      std::set<int> seen(ids.begin() + t * c.total_top_k, ids.begin() + t * c.total_top_k + c.n_experts_per_token);
+      CHECK(seen.size() == static_cast<size_t>(c.n_experts_per_token));
+      CHECK(*seen.rbegin() < c.n_routed_experts);
+      CHECK(ids[t * c.total_top_k + c.n_experts_per_token] == c.n_routed_experts);
+      CHECK(w[t * c.total_top_k + c.n_experts_per_token] == 1.0f);
+    }
+  }
+}
+
+// Slow on the host (1.5e9 weight draws): run explicitly with "[moe-gpu-slow]".
+TEST_CASE("moe task: GPU generation equals host generation on an official test shape", "[.][moe-gpu-slow]") {
+  const auto& p = problem();
+  const auto s = p.test_shapes()[1];  // d_hidden 7168, d_expert 2048, E 33, bs 32
+  const auto host = p.generate(s, s.seed);
+  DeviceInputs d(p, s);
+  moe_gpu().generate_inputs(p, s, s.seed, d.ptrs);
+  for (const auto& t : host.tensors) {
+    std::vector<uint8_t> dev(t.data.size());
+    moe_gpu().download(dev.data(), d.ptrs.at(t.spec.name), dev.size());
+    size_t differing = 0;
+    for (size_t i = 0; i < dev.size(); ++i) differing += dev[i] != t.data[i];
+    INFO(t.spec.name << ": " << differing << " of " << dev.size() << " bytes differ");
+    CHECK(differing == 0);
+  }
+}
+#endif
+
+TEST_CASE("moe task: the strict limit catches a variant that drops each token's weakest routed expert") {
+  const auto& p = problem();
+  const auto s = moe_task::make_shape(256, 256, 64, 6, 8, 81934);  // routing like test shape 3
+  auto in = p.generate(s, s.seed);
+  const auto oracle = p.oracle(s, in);
+  const MoeConfig c = moe_task::config_of(s);
+  auto* w = in.at("topk_weights").as<float>();
+  double dropped = 0;
+  for (int t = 0; t < c.bs; ++t) {
+    dropped = std::max<double>(dropped, w[t * c.total_top_k + c.n_experts_per_token - 1]);
+    w[t * c.total_top_k + c.n_experts_per_token - 1] = 0.0f;
+  }
+  const Err e = compare_to_oracle(oracle, run_cpu(s, in));
+  std::printf("moe: dropping the weakest routed expert (weight <= %.3f): rel_l2 %.3e, official mismatches %lld\n",
+              dropped, e.rel_l2, static_cast<long long>(e.mismatches));
+  CHECK(e.rel_l2 > p.strict_rel_l2_limit({}));
+}

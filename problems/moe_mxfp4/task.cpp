@@ -196,9 +196,15 @@ class MoeMxfp4Problem final : public harness::Problem {
     cost.flops = 2.0 * M * T * 3.0 * I * H;
     return cost;
   }
-  // Measured: see tests/test_moe_golden.cpp and the report in docs (fp32-accumulating cpu variant
-  // against the float64 oracle).
-  double strict_rel_l2_limit(const std::vector<std::string>&) const override { return 2e-2; }
+  // Measured (H200, 2026-11-29): against the float64 oracle the GPU reference and the cpu variant
+  // show rel L2 1.61e-3 to 1.67e-3 on every test shape, three benchmark shapes and the golden cases,
+  // which is just the bf16 rounding of the output (rounded to bf16, the oracle equals the official
+  // output on all 4864 golden elements: no accumulation-order flips of the bf16/fp4 roundings inside).
+  // v1-v3 equal the GPU reference bit for bit (rel L2 0): MXFP4 products summed in fp32 are nearly
+  // always exact. 1e-2 leaves room for kernels that accumulate partial results in bf16, while a
+  // kernel that drops each token's weakest routed expert shows 3.5e-2 (tests/test_moe_task.cpp; the
+  // official check flags only 9 of its 2048 elements).
+  double strict_rel_l2_limit(const std::vector<std::string>&) const override { return 1e-2; }
   std::size_t workspace_bytes(const harness::VariantEntry& v, const ShapeCase& s) const override {
     const MoeConfig c = config_of(s);
     return v.workspace_bytes(&c);
