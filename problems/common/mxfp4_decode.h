@@ -17,9 +17,9 @@ HD inline float e2m1_value(uint32_t code) {
   return numerics::bits_f32(mag | ((code & 0x8u) << 28));
 }
 
-// e8m0 byte -> 2^(byte - 127). Byte 0 (2^-127) is subnormal; 255 (NaN) does not occur in scales
-// written by either quantization rule.
-HD inline float e8m0_value(uint32_t b) { return numerics::e8m0_to_f32(static_cast<uint8_t>(b)); }
+// e8m0 byte -> 2^(byte - 127): the byte is the fp32 exponent field; byte 0 (2^-127) is the subnormal
+// 0x00400000. Byte 255 (NaN) gives infinity here; neither quantization rule writes it.
+HD inline float e8m0_value(uint32_t b) { return numerics::bits_f32(b ? (b << 23) : 0x00400000u); }
 
 // e2m1 code -> fp8 e4m3fn byte of the same value (every e2m1 value is exact in e4m3).
 HD inline uint32_t e2m1_to_e4m3(uint32_t code) {

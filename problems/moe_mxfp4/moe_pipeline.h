@@ -12,6 +12,8 @@
 #include "problems/moe_mxfp4/moe_api.h"
 
 namespace moe_pipeline {
+// Unnamed: each variant file gets its own copy of these kernels (no cross-file symbol clashes).
+namespace {
 
 inline void check(hipError_t e, const char* what) {
   if (e != hipSuccess) throw std::runtime_error(std::string("moe_mxfp4: ") + what + ": " + hipGetErrorString(e));
@@ -156,4 +158,5 @@ inline void require_workspace(const MoeArgs& a, int tile_rows) {
     throw std::invalid_argument("moe_mxfp4: workspace too small");
 }
 
+}  // namespace
 }  // namespace moe_pipeline

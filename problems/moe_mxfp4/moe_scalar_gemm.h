@@ -6,6 +6,8 @@
 #include "problems/moe_mxfp4/moe_pipeline.h"
 
 namespace moe_scalar_gemm {
+// Unnamed: each variant file gets its own copy of these kernels (no cross-file symbol clashes).
+namespace {
 
 using moe_pipeline::Tile;
 using moe_pipeline::Workspace;
@@ -139,4 +141,5 @@ void launch(const MoeArgs& a, const Workspace& ws) {
   moe_pipeline::check(hipGetLastError(), "scalar down");
 }
 
+}  // namespace
 }  // namespace moe_scalar_gemm

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "problems/moe_mxfp4/moe_api.h"
+#include "problems/common/mxfp4_decode.h"
 #include "reference/numerics.hpp"
 
 namespace {
@@ -65,16 +66,19 @@ __device__ float warp_sum(float v) {
   return v;
 }
 
-// Dot product of a dense fp32 vector with one MXFP4 weight row (k_len elements), split over a warp.
+// Dot product of a dense fp32 vector with one MXFP4 weight row (k_len elements), split over a warp:
+// lane l takes 32-bit words l, l + warpSize, ... (8 values each; coalesced weight and x reads); the
+// word's partial sum is scaled by its block's e8m0 scale (a power of two: exact).
 __device__ float dot_row(const float* x, const uint8_t* w_row, const uint8_t* s_row, int k_len) {
   float acc = 0.0f;
-  for (int kb = threadIdx.x % warpSize; kb < k_len / 32; kb += warpSize) {
-    const float s = numerics::e8m0_to_f32(s_row[kb]);
-    for (int i = 0; i < 16; ++i) {
-      const uint8_t byte = w_row[kb * 16 + i];
-      acc += x[kb * 32 + 2 * i] * (numerics::e2m1_to_f32(byte & 0xF) * s);
-      acc += x[kb * 32 + 2 * i + 1] * (numerics::e2m1_to_f32(byte >> 4) * s);
-    }
+  for (int w = threadIdx.x % warpSize; w < k_len / 8; w += warpSize) {
+    const uint32_t word = *reinterpret_cast<const uint32_t*>(w_row + 4 * w);
+    const float4 x0 = *reinterpret_cast<const float4*>(x + 8 * w);
+    const float4 x1 = *reinterpret_cast<const float4*>(x + 8 * w + 4);
+    const float xs[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+    float part = 0.0f;
+    for (int i = 0; i < 8; ++i) part += xs[i] * mxfp4::e2m1_value(word >> (4 * i));
+    acc += part * mxfp4::e8m0_value(s_row[w / 4]);
   }
   return warp_sum(acc);
 }

@@ -22,24 +22,26 @@ __device__ float warp_sum(float v) {
   return v;
 }
 
-// Dot of a dense fp32 vector (shared memory) with one MXFP4 row; lanes take whole 32-blocks.
+// Dot product of a dense fp32 vector with one MXFP4 weight row (k_len elements), split over a warp:
+// lane l takes 32-bit words l, l + warpSize, ... (8 values each; coalesced weight and x reads); the
+// word's partial sum is scaled by its block's e8m0 scale (a power of two: exact).
 __device__ float dot_row(const float* x, const uint8_t* w_row, const uint8_t* s_row, int k_len) {
   float acc = 0.0f;
-  for (int kb = threadIdx.x % warpSize; kb < k_len / 32; kb += warpSize) {
-    const uint4 v = *reinterpret_cast<const uint4*>(w_row + kb * 16);
-    const float s = mxfp4::e8m0_value(s_row[kb]);
-    const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+  for (int w = threadIdx.x % warpSize; w < k_len / 8; w += warpSize) {
+    const uint32_t word = *reinterpret_cast<const uint32_t*>(w_row + 4 * w);
+    const float4 x0 = *reinterpret_cast<const float4*>(x + 8 * w);
+    const float4 x1 = *reinterpret_cast<const float4*>(x + 8 * w + 4);
+    const float xs[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
     float part = 0.0f;
-    for (int q = 0; q < 4; ++q)
-      for (int i = 0; i < 8; ++i) part += x[kb * 32 + q * 8 + i] * mxfp4::e2m1_value(words[q] >> (4 * i));
-    acc += part * s;
+    for (int i = 0; i < 8; ++i) part += xs[i] * mxfp4::e2m1_value(word >> (4 * i));
+    acc += part * mxfp4::e8m0_value(s_row[w / 4]);
   }
   return warp_sum(acc);
 }
 
 // grid (P, I / 32)
 __global__ __launch_bounds__(kThreads) void gate_up(MoeArgs a, float* act) {
-  __shared__ float x[kMaxHidden];
+  __shared__ __align__(16) float x[kMaxHidden];
   __shared__ float h[32];
   const MoeConfig& c = a.cfg;
   const int H = c.d_hidden, I = c.d_expert;
@@ -74,7 +76,7 @@ __global__ __launch_bounds__(kThreads) void gate_up(MoeArgs a, float* act) {
 
 // grid (P, H / kDownRows)
 __global__ __launch_bounds__(kThreads) void down(MoeArgs a, const float* act, float* y) {
-  __shared__ float x[kMaxExpert];
+  __shared__ __align__(16) float x[kMaxExpert];
   const MoeConfig& c = a.cfg;
   const int H = c.d_hidden, I = c.d_expert;
   const int64_t p = blockIdx.x, e = a.topk_ids[p];

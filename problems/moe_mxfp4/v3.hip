@@ -27,6 +27,19 @@ size_t workspace_bytes(const MoeConfig& c) { return moe_pipeline::carve(c, tile_
 
 #if defined(MOE_HAVE_MMA_SYNC)
 
+// U (1, 2 or 4) consecutive e8m0 bytes packed in a word; one 16- or 32-bit load when aligned.
+template <int U>
+__device__ inline uint32_t load_scale_bytes(const uint8_t* p) {
+  if (U == 4 && (reinterpret_cast<uintptr_t>(p) & 3) == 0) return *reinterpret_cast<const uint32_t*>(p);
+  if (U == 2 && (reinterpret_cast<uintptr_t>(p) & 1) == 0) return *reinterpret_cast<const uint16_t*>(p);
+  uint32_t bits = 0;
+#pragma unroll
+  for (int u = 0; u < U; ++u) bits |= uint32_t(p[u]) << (8 * u);
+  return bits;
+}
+
+__device__ inline float scale_of(uint32_t bytes, int u) { return mxfp4::e8m0_value((bytes >> (8 * u)) & 0xFFu); }
+
 // One warp's share of K for MT 16-row weight groups x NG 8-token groups.
 template <int MT, int NG>
 struct WarpGemm {
@@ -38,38 +51,67 @@ struct WarpGemm {
   const uint8_t* a_scale[NG][2];  // activation scale rows of the two output columns
   float acc[MT][NG][4];
 
+  // Everything one group of U k-blocks needs from memory, loaded before it is used so that the next
+  // group's loads are in flight while this one computes.
   template <int U>
-  __device__ void steps(int kb0, int lane) {
+  struct Stage {
+    uint32_t a_words[U][MT][2];  // e2m1 codes of rows g and g+8
+    uint32_t w_scales[MT][2];    // U scale bytes each
+    uint32_t x_scales[NG][2];
+    uint2 b[U][NG];              // e4m3 activation bytes
+  };
+
+  template <int U>
+  __device__ void load(Stage<U>& st, int kb0, int lane) const {
     const int g = lane / 4;
-    uint32_t a[U][MT][4];
-    float ws[U][MT][2];
 #pragma unroll
-    for (int u = 0; u < U; ++u)
+    for (int m = 0; m < MT; ++m) {
+      const int64_t r = int64_t(row16[m]) * 16 + g;
+      st.w_scales[m][0] = load_scale_bytes<U>(w_scale + r * KB + kb0);
+      st.w_scales[m][1] = load_scale_bytes<U>(w_scale + (r + 8) * KB + kb0);
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const uint8_t* blk = moe_mma::shuffled_kblock(w, k_bytes, row16[m], kb0 + u);
+        st.a_words[u][m][0] = *reinterpret_cast<const uint32_t*>(blk + 4 * lane);
+        st.a_words[u][m][1] = *reinterpret_cast<const uint32_t*>(blk + 128 + 4 * lane);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < NG; ++j) {
+      st.x_scales[j][0] = load_scale_bytes<U>(a_scale[j][0] + kb0);
+      st.x_scales[j][1] = load_scale_bytes<U>(a_scale[j][1] + kb0);
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        st.b[u][j] = *reinterpret_cast<const uint2*>(b_row[j] + (kb0 + u) * 32 + 8 * (lane % 4));
+    }
+  }
+
+  template <int U>
+  __device__ void compute(const Stage<U>& st) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      uint32_t a[MT][4];
 #pragma unroll
       for (int m = 0; m < MT; ++m) {
-        moe_mma::load_a_fragment(moe_mma::shuffled_kblock(w, k_bytes, row16[m], kb0 + u), lane, a[u][m]);
-        const int64_t r = int64_t(row16[m]) * 16 + g;
-        ws[u][m][0] = mxfp4::e8m0_value(w_scale[r * KB + kb0 + u]);
-        ws[u][m][1] = mxfp4::e8m0_value(w_scale[(r + 8) * KB + kb0 + u]);
+        mxfp4::e2m1x8_to_e4m3x8(st.a_words[u][m][0], a[m][0], a[m][2]);
+        mxfp4::e2m1x8_to_e4m3x8(st.a_words[u][m][1], a[m][1], a[m][3]);
       }
-#pragma unroll
-    for (int u = 0; u < U; ++u)
 #pragma unroll
       for (int j = 0; j < NG; ++j) {
-        uint32_t b[2];
-        moe_mma::load_b_fragment(b_row[j] + (kb0 + u) * 32, lane, b);
-        const float s0 = mxfp4::e8m0_value(a_scale[j][0][kb0 + u]);
-        const float s1 = mxfp4::e8m0_value(a_scale[j][1][kb0 + u]);
+        const uint32_t b[2] = {st.b[u][j].x, st.b[u][j].y};
+        const float s0 = scale_of(st.x_scales[j][0], u), s1 = scale_of(st.x_scales[j][1], u);
 #pragma unroll
         for (int m = 0; m < MT; ++m) {
+          const float w0 = scale_of(st.w_scales[m][0], u), w1 = scale_of(st.w_scales[m][1], u);
           float d[4];
-          moe_mma::mma_e4m3_16x8x32(d, a[u][m], b);
-          acc[m][j][0] += d[0] * (ws[u][m][0] * s0);
-          acc[m][j][1] += d[1] * (ws[u][m][0] * s1);
-          acc[m][j][2] += d[2] * (ws[u][m][1] * s0);
-          acc[m][j][3] += d[3] * (ws[u][m][1] * s1);
+          moe_mma::mma_e4m3_16x8x32(d, a[m], b);
+          acc[m][j][0] += d[0] * (w0 * s0);
+          acc[m][j][1] += d[1] * (w0 * s1);
+          acc[m][j][2] += d[2] * (w1 * s0);
+          acc[m][j][3] += d[3] * (w1 * s1);
         }
       }
+    }
   }
 
   __device__ void run(int kb_begin, int kb_end, int lane) {
@@ -79,10 +121,27 @@ struct WarpGemm {
       for (int j = 0; j < NG; ++j)
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[m][j][i] = 0.0f;
-    constexpr int kUnroll = MT * NG >= 16 ? 2 : 4;  // k-blocks whose loads are issued together
+    constexpr int U = MT * NG >= 16 ? 2 : 4;  // k-blocks per stage
     int kb = kb_begin;
-    for (; kb + kUnroll <= kb_end; kb += kUnroll) steps<kUnroll>(kb, lane);
-    for (; kb < kb_end; ++kb) steps<1>(kb, lane);
+    if (kb + 2 * U <= kb_end) {  // two stages in registers, alternating
+      Stage<U> s0, s1;
+      load(s0, kb, lane);
+      for (; kb + 2 * U <= kb_end; kb += 2 * U) {
+        load(s1, kb + U, lane);
+        compute(s0);
+        if (kb + 3 * U <= kb_end) load(s0, kb + 2 * U, lane);
+        compute(s1);
+      }
+      if (kb + U <= kb_end) {  // s0 holds the stage at kb
+        compute(s0);
+        kb += U;
+      }
+    }
+    for (; kb < kb_end; ++kb) {
+      Stage<1> st;
+      load(st, kb, lane);
+      compute(st);
+    }
   }
 
   // Warps 1.. leave their sums in shared memory; warp 0 adds them in warp order.
@@ -180,16 +239,16 @@ __global__ __launch_bounds__(kWarps * kMmaLanes) void gate_up_mma(MoeArgs a, Wor
     }
 }
 
-// Stage 2. grid (tiles_max, H / 32); y[pair, n0..n0+31] = weight * (a_q W_down^T).
+// Stage 2. grid (tiles_max, H / (32 * kWarps)); each warp owns 32 rows n0..n0+31 and the whole K
+// (K = d_expert is short): y[pair, n] = weight * (a_q W_down^T).
 template <int BT>
 __global__ __launch_bounds__(kWarps * kMmaLanes) void down_mma(MoeArgs a, Workspace ws) {
   constexpr int NG = BT / 8, MT = 2;
-  __shared__ float red[(kWarps - 1) * MT * NG * 4 * kMmaLanes];
   if (int(blockIdx.x) >= *ws.n_tiles) return;
   const Tile tile = ws.tiles[blockIdx.x];
   const int H = a.cfg.d_hidden, I = a.cfg.d_expert;
   const int lane = threadIdx.x % warpSize, warp = threadIdx.x / warpSize, g = lane / 4, t = lane % 4;
-  const int n0 = blockIdx.y * 32;
+  const int n0 = (blockIdx.y * kWarps + warp) * 32;
 
   WarpGemm<MT, NG> gemm;
   gemm.KB = I / 32;
@@ -205,10 +264,7 @@ __global__ __launch_bounds__(kWarps * kMmaLanes) void down_mma(MoeArgs a, Worksp
     gemm.a_scale[j][0] = ws.as + (r + 2 * t) * gemm.KB;
     gemm.a_scale[j][1] = ws.as + (r + 2 * t + 1) * gemm.KB;
   }
-  const int per_warp = gemm.KB / kWarps;
-  gemm.run(warp * per_warp, (warp + 1) * per_warp, lane);
-  gemm.reduce_into_warp0(red, warp, lane);
-  if (warp != 0) return;
+  gemm.run(0, gemm.KB, lane);
 
 #pragma unroll
   for (int j = 0; j < NG; ++j)
@@ -230,7 +286,7 @@ void launch_gemms(const MoeArgs& a, const Workspace& ws) {
   const moe_pipeline::Sizes s = moe_pipeline::sizes_of(a.cfg, BT);
   gate_up_mma<BT><<<dim3(unsigned(s.tiles_max), unsigned(s.I / 32)), kWarps * kMmaLanes>>>(a, ws);
   moe_pipeline::check(hipGetLastError(), "v3 gate_up");
-  down_mma<BT><<<dim3(unsigned(s.tiles_max), unsigned(s.H / 32)), kWarps * kMmaLanes>>>(a, ws);
+  down_mma<BT><<<dim3(unsigned(s.tiles_max), unsigned(s.H / (32 * kWarps))), kWarps * kMmaLanes>>>(a, ws);
   moe_pipeline::check(hipGetLastError(), "v3 down");
 }
 
