@@ -70,4 +70,31 @@ __device__ inline uint16_t e2m1_scaled_to_bf16_bits(uint32_t code, uint32_t scal
   uint32_t mant = (m > 1u && (m & 1u)) ? 0x40u : 0u;
   return uint16_t(sign | (exp_field << 7) | mant);
 }
+// Four e2m1 codes (16 bits, element 0 in the low nibble) -> four f16 values equal to
+// (e2m1 value * 2^-14), exactly: the 3 magnitude bits land in the f16 exponent/mantissa fields
+// unchanged (code 1, the e2m1 subnormal 0.5, becomes an f16 subnormal). .x = elements (0, 1).
+__device__ inline uint2 e2m1x4_to_f16x4_scaled(uint32_t codes) {
+  const uint32_t hi = codes >> 4;
+  const uint32_t e01 = byte_perm(codes, hi, 0x4400u);  // element 0 -> bits 0..3, element 1 -> bits 16..19
+  const uint32_t e23 = byte_perm(codes, hi, 0x5511u);
+  auto cvt = [](uint32_t y) { return ((y & 0x00070007u) << 9) | ((y & 0x00080008u) << 12); };
+  return make_uint2(cvt(e01), cvt(e23));
+}
+
+// f16 bits of 2^d for d <= 0 (subnormals down to 2^-24, zero below).
+__device__ inline uint32_t f16_pow2_bits(int d) {
+  if (d >= -14) return uint32_t(d + 15) << 10;
+  return d >= -24 ? 1u << (d + 24) : 0u;
+}
+
+// Lane-wise product of two f16 pairs (exact when one factor is a power of two and nothing underflows).
+__device__ inline uint32_t hmul2_bits(uint32_t a, uint32_t b) {
+  __half2 x, y;
+  __builtin_memcpy(&x, &a, 4);
+  __builtin_memcpy(&y, &b, 4);
+  const __half2 r = __hmul2(x, y);
+  uint32_t out;
+  __builtin_memcpy(&out, &r, 4);
+  return out;
+}
 #endif

@@ -37,8 +37,14 @@ struct MmaLayout {
 };
 
 #if defined(HARNESS_GPU)
+#if defined(__HIP_PLATFORM_AMD__)
+#define MLA_MMA_BOUNDS(FMT) __launch_bounds__(256)
+#else
+#define MLA_MMA_BOUNDS(FMT) __launch_bounds__(128, FMT::kMinBlocks)
+#endif
+
 template <class Fmt>
-__global__ void __launch_bounds__(256) mla_mma_kernel(MlaDecodeArgs a, int tokens_per_split, int splits, Partials part) {
+__global__ void MLA_MMA_BOUNDS(Fmt) mla_mma_kernel(MlaDecodeArgs a, int tokens_per_split, int splits, Partials part) {
   constexpr int W = kernel_warp_size();
   constexpr int kThreads = kMmaWarps * W;
   constexpr int kQkSteps = kQkDimsPerWarp / mma::kK;
@@ -75,15 +81,15 @@ __global__ void __launch_bounds__(256) mla_mma_kernel(MlaDecodeArgs a, int token
     async_commit();  // empty groups keep the wait count uniform
   };
 
-  #pragma unroll
+#pragma unroll
   for (int t = 0; t < Fmt::kStages - 1; ++t) issue_tile(t);
 
   mma::FragA qf[kQkSteps];
   {
     const uint16_t* q = a.q + int64_t(b) * kHeads * kDimQK;
-    #pragma unroll
+#pragma unroll
     for (int ks = 0; ks < kQkSteps; ++ks)
-      #pragma unroll
+#pragma unroll
       for (int r = 0; r < mma::kARows; ++r) {
         const int dim = warp * kQkDimsPerWarp + ks * mma::kK + 4 * mma::a_kq(lane);
         const uint2 raw = *reinterpret_cast<const uint2*>(q + mma::a_row(lane, r) * kDimQK + dim);
@@ -92,14 +98,15 @@ __global__ void __launch_bounds__(256) mla_mma_kernel(MlaDecodeArgs a, int token
   }
 
   mma::FragC acc[kGroups][4];
-  #pragma unroll
+#pragma unroll
   for (int g = 0; g < kGroups; ++g)
-    #pragma unroll
+#pragma unroll
     for (int j = 0; j < 4; ++j)
-      #pragma unroll
+#pragma unroll
       for (int i = 0; i < 4; ++i) acc[g][j].v[i] = 0.f;
   const int sm_h = tid / kLanesPerHead, sm_sub = tid % kLanesPerHead;
   float m_run = -INFINITY, l_run = 0.f;
+  int v_ref = -1000;  // block-scaled formats: reference exponent of the V values (running max)
 
   for (int tile = 0; tile < n_tiles; ++tile) {
     async_wait<Fmt::kStages - 2>();
@@ -107,27 +114,45 @@ __global__ void __launch_bounds__(256) mla_mma_kernel(MlaDecodeArgs a, int token
     issue_tile(tile + Fmt::kStages - 1);
     const unsigned char* st = stage_ptr(tile);
 
-    #pragma unroll
-    for (int nt = 0; nt < kMmaTile / mma::kN; ++nt) {
-      mma::FragC c = {{0.f, 0.f, 0.f, 0.f}};
-      const int tok = nt * mma::kN + mma::b_col(lane);
-      #pragma unroll
-      for (int ks = 0; ks < kQkSteps; ++ks)
-        mma::mma<E>(c, qf[ks], Fmt::qk_b(st, tok, warp * kQkDimsPerWarp + ks * mma::kK + 4 * mma::b_kq(lane)));
-      #pragma unroll
-      for (int i = 0; i < 4; ++i)
-        s_part[(warp * kHeads + mma::c_row(lane, i)) * kSRow + nt * mma::kN + mma::c_col(lane, i)] = c.v[i];
+    {  // independent accumulators per n-tile keep several matrix instructions in flight
+      constexpr int kNT = kMmaTile / mma::kN;
+      mma::FragC c[kNT];
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) c[nt] = mma::FragC{{0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+      for (int ks = 0; ks < kQkSteps; ++ks) {
+        const int dim = warp * kQkDimsPerWarp + ks * mma::kK + 4 * mma::b_kq(lane);
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+          const mma::FragB kb = Fmt::qk_b(st, nt * mma::kN + mma::b_col(lane), dim);
+          if constexpr (Fmt::kBlockScaled) {  // per-token block scale, applied to each k-step's product
+            mma::FragC t = {{0.f, 0.f, 0.f, 0.f}};
+            mma::mma<E>(t, qf[ks], kb);
+            const int blk_dim = warp * kQkDimsPerWarp + ks * mma::kK;
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+              c[nt].v[i] += Fmt::qk_scale(st, nt * mma::kN + mma::c_col(lane, i), blk_dim) * t.v[i];
+          } else {
+            mma::mma<E>(c[nt], qf[ks], kb);
+          }
+        }
+      }
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          s_part[(warp * kHeads + mma::c_row(lane, i)) * kSRow + nt * mma::kN + mma::c_col(lane, i)] = c[nt].v[i];
     }
     __syncthreads();
 
     {
       const int valid = min(kMmaTile, n_tokens - tile * kMmaTile);
       float x[kTokPerLane], mx = -INFINITY;
-      #pragma unroll
+#pragma unroll
       for (int j = 0; j < kTokPerLane; ++j) {
         const int tok = sm_sub * kTokPerLane + j;
         float s = 0.f;
-        #pragma unroll
+#pragma unroll
         for (int w = 0; w < kMmaWarps; ++w) s += s_part[(w * kHeads + sm_h) * kSRow + tok];
         x[j] = tok < valid ? s * qk_scale : -INFINITY;
         mx = fmaxf(mx, x[j]);
@@ -135,7 +160,7 @@ __global__ void __launch_bounds__(256) mla_mma_kernel(MlaDecodeArgs a, int token
       const float m_new = fmaxf(m_run, group_max<kLanesPerHead>(mx));
       const float alpha = exp2f(m_run - m_new);
       float sum = 0.f;
-      #pragma unroll
+#pragma unroll
       for (int j = 0; j < kTokPerLane; ++j) {
         const uint16_t p = Fmt::from_f32(exp2f(x[j] - m_new));
         sum += mma::elem_to_f32(p, E);  // the sum sees the same rounded weights as P V
@@ -147,25 +172,36 @@ __global__ void __launch_bounds__(256) mla_mma_kernel(MlaDecodeArgs a, int token
     }
     __syncthreads();
 
-    #pragma unroll
+    float ref_rescale = 1.f;
+    if constexpr (Fmt::kBlockScaled) {  // V values are kept relative to the largest scale seen so far
+      const int r_tile = Fmt::tile_ref(st, lane);
+      if (r_tile > v_ref) {
+        ref_rescale = ldexpf(1.f, v_ref - r_tile);
+        v_ref = r_tile;
+      }
+    }
+#pragma unroll
     for (int g = 0; g < kGroups; ++g)
-      #pragma unroll
+#pragma unroll
       for (int j = 0; j < 4; ++j)
-        #pragma unroll
-        for (int i = 0; i < 4; ++i) acc[g][j].v[i] *= alpha_sm[mma::c_row(lane, i)];
-    #pragma unroll
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[g][j].v[i] *= alpha_sm[mma::c_row(lane, i)] * ref_rescale;
+#pragma unroll
     for (int kstep = 0; kstep < kMmaTile / mma::kK; ++kstep) {
       mma::FragA pa;
-      #pragma unroll
+#pragma unroll
       for (int r = 0; r < mma::kARows; ++r)
         pa.row[r] = *reinterpret_cast<const uint2*>(p_sm + mma::a_row(lane, r) * kPRow + kstep * mma::kK +
                                                     4 * mma::a_kq(lane));
       const int tok0 = kstep * mma::kK + 4 * mma::b_kq(lane);
-      #pragma unroll
+#pragma unroll
       for (int g = 0; g < kGroups; ++g) {
         mma::FragB vb[4];
-        Fmt::pv_b(st, tok0, warp * kPvDimsPerWarp + g * kGroupDims + 4 * mma::b_col(lane), vb);
-        #pragma unroll
+        if constexpr (Fmt::kBlockScaled)
+          Fmt::pv_b(st, tok0, warp * kPvDimsPerWarp + g * kGroupDims + 4 * mma::b_col(lane), vb, v_ref);
+        else
+          Fmt::pv_b(st, tok0, warp * kPvDimsPerWarp + g * kGroupDims + 4 * mma::b_col(lane), vb);
+#pragma unroll
         for (int j = 0; j < 4; ++j) mma::mma<E>(acc[g][j], pa, vb[j]);
       }
     }
@@ -174,15 +210,17 @@ __global__ void __launch_bounds__(256) mla_mma_kernel(MlaDecodeArgs a, int token
 
   if (sm_sub == 0) { l_sm[sm_h] = l_run; m_sm[sm_h] = m_run; }
   __syncthreads();
-  #pragma unroll
+  float out_scale = dequant;
+  if constexpr (Fmt::kBlockScaled) out_scale = Fmt::out_scale(v_ref);
+#pragma unroll
   for (int g = 0; g < kGroups; ++g)
-    #pragma unroll
+#pragma unroll
     for (int j = 0; j < 4; ++j)
-      #pragma unroll
+#pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int h = mma::c_row(lane, i);
         const int dim = warp * kPvDimsPerWarp + g * kGroupDims + 4 * mma::c_col(lane, i) + j;
-        const float o = l_sm[h] > 0.f ? acc[g][j].v[i] * dequant / l_sm[h] : 0.f;
+        const float o = l_sm[h] > 0.f ? acc[g][j].v[i] * out_scale / l_sm[h] : 0.f;
         if (splits == 1)
           a.out[(int64_t(b) * kHeads + h) * kDimV + dim] = f32_to_bf16_bits(o);
         else

@@ -35,7 +35,7 @@ constexpr int kN = 8;
 constexpr int kARows = 2;
 #else
 constexpr int kN = kernel_warp_size() / 4;
-constexpr int kARows = 64 / kernel_warp_size();
+constexpr int kARows = kM * 4 / kernel_warp_size();  // 16 rows x 4 k groups spread over the warp
 #endif
 
 struct FragA { uint2 row[kARows]; };
@@ -68,14 +68,15 @@ __device__ inline void mma(FragC& c, const FragA& a, const FragB& b) {
 #if defined(MMA_TILE_NVIDIA)
   // Register order of m16n8k16: a0 = (row g, k 2t..), a1 = (row g+8, k 2t..), a2 = (row g, k 2t+8..),
   // a3 = (row g+8, k 2t+8..); b0 = k 2t.., b1 = k 2t+8... Logical k 4t+{0,1} -> 2t+{0,1}, 4t+{2,3} -> 2t+8+{0,1}.
+  // Not volatile: a pure function of its operands, so the compiler may interleave independent ones.
   if constexpr (E == Elem::f16) {
-    asm volatile(
+    asm(
         "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
         "{%0,%1,%2,%3};\n"
         : "+f"(c.v[0]), "+f"(c.v[1]), "+f"(c.v[2]), "+f"(c.v[3])
         : "r"(a.row[0].x), "r"(a.row[1].x), "r"(a.row[0].y), "r"(a.row[1].y), "r"(b.x), "r"(b.y));
   } else {
-    asm volatile(
+    asm(
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
         "{%0,%1,%2,%3};\n"
         : "+f"(c.v[0]), "+f"(c.v[1]), "+f"(c.v[2]), "+f"(c.v[3])

@@ -10,6 +10,7 @@ namespace {
 using namespace mla_kernels;
 
 struct KvFp8 {
+  static constexpr bool kBlockScaled = false;
   static constexpr mma::Elem kElem = mma::Elem::f16;
   static constexpr int kRowBytes = kDimQK + 16;  // 16-byte aligned, odd multiple of 16: no bank conflicts
   static constexpr int kStageBytes = kMmaTile * kRowBytes;
@@ -17,9 +18,10 @@ struct KvFp8 {
   static constexpr int kStages = 2;
   static constexpr size_t kMaxSmemPerCu = 64 * 1024;
 #else
-  static constexpr int kStages = 4;
+  static constexpr int kStages = 3;  // three blocks per SM: 12 warps to hide latency
   static constexpr size_t kMaxSmemPerCu = 227 * 1024;
 #endif
+  static constexpr int kMinBlocks = 3;
 
 #if defined(HARNESS_GPU)
   __device__ static float dequant(const MlaDecodeArgs& a) { return *a.kv_fp8_scale * 256.f; }
