@@ -52,7 +52,7 @@ struct CiRun {
 };
 using CiExecutor = std::function<CiRun(const CiJob&)>;
 
-// Re-executes this binary: `<self> run --problem P --variant V --mode M --json DIR/P__V.json ARGS...`.
+// Re-executes this binary: `<self> run P --variant V --mode M --json DIR/P__V.json ARGS...`.
 CiExecutor reexec_executor(const CiOptions& o);
 
 enum class CiStatus { ok, faster, new_entry, slower, failed, crashed };

@@ -10,67 +10,64 @@
 #include <CLI/CLI.hpp>
 
 #include "harness/ci.hpp"
+#include "harness/cli.hpp"
 
 namespace harness {
-
 namespace {
 
-[[noreturn]] void usage_error(const std::string& msg) {
-  std::cerr << "harness: " << msg << "\n";
-  throw CLI::RuntimeError(kCiUsage);
-}
+struct CiArgs {
+  CiOptions ci;
+  std::string max_slowdown = "5%", shard = "1/1", run_args;
+};
 
 std::string make_temp_dir() {
   std::string tmpl = (std::filesystem::temp_directory_path() / "harness-ci-XXXXXX").string();
-  if (!::mkdtemp(tmpl.data())) usage_error("cannot create a temporary directory for results");
+  if (!::mkdtemp(tmpl.data())) throw cli::UsageError("cannot create a temporary directory for results");
   return tmpl;
 }
 
-}  // namespace
-
-void register_ci_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("ci", "Regression gate: run variants, compare with the leaderboard's best");
-  struct Opts {
-    CiOptions ci;
-    std::string max_slowdown = "5%", shard = "1/1", run_args;
-  };
-  auto o = std::make_shared<Opts>();
-  cmd->add_option("--baseline", o->ci.baseline, "Leaderboard file with the baseline bests")->required();
-  cmd->add_option("--max-slowdown", o->max_slowdown, "Allowed slowdown per shape (5% or 0.05)")
-      ->capture_default_str();
-  cmd->add_option("--problems", o->ci.problems, "Problems to run (default: all)");
-  cmd->add_option("--variants", o->ci.variants, "Variants to run (default: all of this build; planted only if named)");
-  cmd->add_option("--shard", o->shard, "Take jobs k with k % n == i - 1 (1 <= i <= n)")->capture_default_str();
-  cmd->add_option("--summary", o->ci.summary_path, "Append a markdown summary to this file");
-  cmd->add_option("--json-dir", o->ci.json_dir, "Directory for each job's results file (default: a temp dir)");
-  cmd->add_option("--mode", o->ci.mode, "Mode of each run: benchmark | leaderboard | test")
-      ->check(CLI::IsMember({"test", "benchmark", "leaderboard"}))
-      ->capture_default_str();
-  cmd->add_option("--run-args", o->run_args, "Extra arguments for each `harness run`, space separated");
-  cmd->add_option("--results", o->ci.results_files, "Judge these results files instead of running anything");
-  cmd->callback([o] {
-    CiOptions ci = o->ci;
-    try {
-      ci.max_slowdown = parse_fraction(o->max_slowdown);
-      std::tie(ci.shard_index, ci.shard_count) = parse_shard(o->shard);
-    } catch (const std::invalid_argument& ex) {
-      usage_error(ex.what());
-    }
-    std::istringstream words(o->run_args);
-    for (std::string w; words >> w;) ci.run_args.push_back(w);
-    if (ci.json_dir.empty()) ci.json_dir = make_temp_dir();
-    std::error_code ec;
-    std::filesystem::create_directories(ci.json_dir, ec);
-    if (ec) usage_error("cannot create " + ci.json_dir + ": " + ec.message());
-    int code = kCiOk;
-    try {
-      const CiExecutor exec = ci.results_files.empty() ? reexec_executor(ci) : CiExecutor{};
-      code = run_ci(ci, exec, std::cerr);
-    } catch (const LeaderboardError& ex) {
-      usage_error(ex.what());
-    }
-    if (code != kCiOk) throw CLI::RuntimeError(code);
-  });
+int ci_command(const CiArgs& a) {
+  CiOptions ci = a.ci;
+  try {
+    ci.max_slowdown = parse_fraction(a.max_slowdown);
+    std::tie(ci.shard_index, ci.shard_count) = parse_shard(a.shard);
+  } catch (const std::invalid_argument& ex) {
+    throw cli::UsageError(ex.what());
+  }
+  std::istringstream words(a.run_args);
+  for (std::string w; words >> w;) ci.run_args.push_back(w);
+  if (ci.json_dir.empty()) ci.json_dir = make_temp_dir();
+  std::error_code ec;
+  std::filesystem::create_directories(ci.json_dir, ec);
+  if (ec) throw cli::UsageError("cannot create " + ci.json_dir + ": " + ec.message());
+  try {
+    const CiExecutor exec = ci.results_files.empty() ? reexec_executor(ci) : CiExecutor{};
+    return run_ci(ci, exec, std::cerr);
+  } catch (const LeaderboardError& ex) {
+    throw cli::UsageError(ex.what());
+  }
 }
 
+cli::Command setup(CLI::App& root) {
+  auto* app = root.add_subcommand("ci", "Regression gate: run variants, compare with the leaderboard's best");
+  auto a = std::make_shared<CiArgs>();
+  app->add_option("--baseline", a->ci.baseline, "Leaderboard file with the baseline bests")->required();
+  app->add_option("--max-slowdown", a->max_slowdown, "Allowed slowdown per shape (5% or 0.05)")->capture_default_str();
+  app->add_option("--problems", a->ci.problems, "Problems to run (default: all)")->delimiter(',');
+  app->add_option("--variants", a->ci.variants, "Variants to run (default: all of this build; planted only if named)")
+      ->delimiter(',');
+  app->add_option("--shard", a->shard, "Take jobs k with k % n == i - 1 (1 <= i <= n)")->capture_default_str();
+  app->add_option("--summary", a->ci.summary_path, "Append a markdown summary to this file");
+  app->add_option("--json-dir", a->ci.json_dir, "Directory for each job's results file (default: a temp dir)");
+  app->add_option("--mode", a->ci.mode, "Mode of each run: benchmark | leaderboard | test")
+      ->check(CLI::IsMember({"test", "benchmark", "leaderboard"}))
+      ->capture_default_str();
+  app->add_option("--run-args", a->run_args, "Extra arguments for each `harness run`, space separated");
+  app->add_option("--results", a->ci.results_files, "Judge these results files instead of running anything");
+  return {app, [a] { return ci_command(*a); }};
+}
+
+}  // namespace
 }  // namespace harness
+
+HARNESS_REGISTER_COMMAND("ci", harness::setup);

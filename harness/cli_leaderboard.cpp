@@ -1,4 +1,5 @@
-// `harness leaderboard [--problem P] [--device D] [--file F]` and `harness leaderboard merge A B ... -o OUT`.
+// `harness leaderboard [--problem P] [--device D] [--file F]`, `harness leaderboard merge A B ... -o OUT`,
+// `harness leaderboard [--file F] record RESULTS...`.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "harness/cli.hpp"
 #include "harness/leaderboard.hpp"
 #include "harness/report.hpp"
 
@@ -78,11 +80,6 @@ std::string render_problem(const json& variants, const std::string& problem) {
   return out;
 }
 
-[[noreturn]] void fail_usage(const std::string& msg) {
-  std::cerr << "harness: " << msg << "\n";
-  throw CLI::RuntimeError(2);
-}
-
 }  // namespace
 
 std::string render_leaderboard(const json& board, const LeaderboardFilter& f) {
@@ -97,8 +94,37 @@ std::string render_leaderboard(const json& board, const LeaderboardFilter& f) {
   return out.empty() ? "(no entries)\n" : out;
 }
 
-void register_leaderboard_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("leaderboard", "Show the local leaderboard (ranking, per-shape times, floors)");
+namespace {
+
+int merge_files(const std::vector<std::string>& inputs, const std::string& out) {
+  json board = empty_leaderboard();
+  for (const auto& in : inputs) {
+    if (!std::ifstream(in)) throw LeaderboardError(in + ": cannot open");
+    merge_board(board, parse_leaderboard(read_text_file(in), in));
+  }
+  save_leaderboard(out, board);
+  std::cout << "merged " << inputs.size() << " file(s) into " << out << "\n";
+  return cli::kExitOk;
+}
+
+int record_files(const std::vector<std::string>& inputs, const std::string& file) {
+  for (const auto& in : inputs) {
+    json doc;
+    try {
+      doc = json::parse(read_text_file(in));
+    } catch (const json::parse_error& ex) {
+      throw LeaderboardError(in + ": malformed JSON (byte " + std::to_string(ex.byte) + ")");
+    }
+    for (const auto& e : record_result(file, doc))
+      std::cout << "recorded " << e.problem << ":" << e.variant << " on " << e.device
+                << (eligible_for_best(e) ? "" : " (history only: " + (e.passed ? std::string("no score") : e.reason) + ")")
+                << " into " << file << "\n";
+  }
+  return cli::kExitOk;
+}
+
+cli::Command setup(CLI::App& root) {
+  auto* app = root.add_subcommand("leaderboard", "Show the local leaderboard (ranking, per-shape times, floors)");
   struct Opts {
     std::string file = "leaderboard.json";
     LeaderboardFilter filter;
@@ -106,35 +132,29 @@ void register_leaderboard_command(CLI::App& app) {
     std::string out;
   };
   auto o = std::make_shared<Opts>();
-  cmd->add_option("--file,-f", o->file, "Leaderboard file")->capture_default_str();
-  cmd->add_option("--problem", o->filter.problem, "Only this problem");
-  cmd->add_option("--device", o->filter.device, "Only this device");
-
-  auto* merge = cmd->add_subcommand("merge", "Merge leaderboard files (bests compete, nothing is dropped)");
+  app->add_option("--file,-f", o->file, "Leaderboard file")->capture_default_str();
+  app->add_option("--problem", o->filter.problem, "Only this problem");
+  app->add_option("--device", o->filter.device, "Only this device");
+  auto* merge = app->add_subcommand("merge", "Merge leaderboard files (bests compete, nothing is dropped)");
   merge->add_option("inputs", o->inputs, "Leaderboard files")->required();
   merge->add_option("-o,--output", o->out, "Output file")->required();
-  merge->callback([o] {
-    try {
-      json board = empty_leaderboard();
-      for (const auto& in : o->inputs) {
-        if (!std::ifstream(in)) fail_usage(in + ": cannot open");
-        merge_board(board, parse_leaderboard(read_text_file(in), in));
-      }
-      save_leaderboard(o->out, board);
-      std::cout << "merged " << o->inputs.size() << " file(s) into " << o->out << "\n";
-    } catch (const LeaderboardError& ex) {
-      fail_usage(ex.what());
-    }
-  });
-
-  cmd->callback([o, merge] {
-    if (merge->parsed()) return;
-    try {
-      std::cout << render_leaderboard(load_leaderboard(o->file), o->filter);
-    } catch (const LeaderboardError& ex) {
-      fail_usage(ex.what());
-    }
-  });
+  auto* record = app->add_subcommand("record", "Record results files (harness run --json) into --file");
+  record->add_option("results", o->inputs, "Results files")->required();
+  record->fallthrough();  // --file may follow the subcommand
+  merge->fallthrough();
+  return {app, [o, merge, record] {
+            try {
+              if (merge->parsed()) return merge_files(o->inputs, o->out);
+              if (record->parsed()) return record_files(o->inputs, o->file);
+              std::cout << render_leaderboard(load_leaderboard(o->file), o->filter);
+              return cli::kExitOk;
+            } catch (const LeaderboardError& ex) {
+              throw cli::UsageError(ex.what());
+            }
+          }};
 }
 
+}  // namespace
 }  // namespace harness
+
+HARNESS_REGISTER_COMMAND("leaderboard", harness::setup);

@@ -1,3 +1,6 @@
+#include <sys/wait.h>
+
+#include <cstdlib>
 #include <sstream>
 
 #include "harness/ci.hpp"
@@ -148,3 +151,67 @@ TEST_CASE("ci: jobs go through the executor, one call per selected job", "[ci]")
   o.variants = {"no_such_variant"};
   CHECK(harness::select_jobs(o).empty());
 }
+
+TEST_CASE("ci: a test-mode run is judged on correctness only", "[ci]") {
+  json doc = lbtest::two_shapes("v1", 500e3, 900e3, 0);
+  doc["runs"][0]["mode"] = "test";
+  const auto c = judge(doc);
+  CHECK(c.status == CiStatus::ok);
+  CHECK_FALSE(c.comparison);
+  doc["runs"][0]["shapes"][0]["official"]["passed"] = false;
+  doc["runs"][0]["shapes"][0]["status"] = "failed";
+  doc["runs"][0]["passed"] = false;
+  CHECK(judge(doc).status == CiStatus::failed);
+}
+
+#ifdef HARNESS_BINARY
+namespace {
+int run_harness(const std::string& args) {
+  const int status = std::system((std::string(HARNESS_BINARY) + " " + args + " >/dev/null 2>&1").c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+}  // namespace
+
+TEST_CASE("ci: the harness binary's exit codes (synthetic results)", "[ci][cli]") {
+  lbtest::TempDir dir;
+  const std::string lb = dir.file("lb.json");
+  harness::save_leaderboard(lb, baseline_board());
+  lbtest::write_text(dir.file("ok.json"), lbtest::two_shapes("v1", 100e3, 400e3, 1e3).dump());
+  lbtest::write_text(dir.file("slow.json"), lbtest::two_shapes("v1", 150e3, 400e3, 1e3).dump());
+  lbtest::write_text(dir.file("wrong.json"), lbtest::two_shapes("v1", 100e3, 400e3, 1e3, false).dump());
+  const std::string base = "ci --baseline " + lb + " --summary " + dir.file("s.md") + " --results ";
+  CHECK(run_harness(base + dir.file("ok.json")) == 0);
+  CHECK(run_harness(base + dir.file("slow.json")) == 4);
+  CHECK(run_harness(base + dir.file("wrong.json")) == 3);
+  CHECK(run_harness(base + dir.file("slow.json") + " --max-slowdown 60%") == 0);
+  CHECK(run_harness(base + dir.file("ok.json") + " --shard 3/2") == 2);
+  CHECK(run_harness(base + dir.file("ok.json") + " --max-slowdown fast") == 2);
+  CHECK(run_harness("ci --results " + dir.file("ok.json")) == 2);  // no --baseline
+  lbtest::write_text(lb, "{\"schema_version\": 7, \"devices\": {}}");
+  CHECK(run_harness(base + dir.file("ok.json")) == 2);
+}
+
+TEST_CASE("leaderboard: the harness binary records, merges, refuses a broken file", "[leaderboard][cli]") {
+  lbtest::TempDir dir;
+  const std::string lb = dir.file("lb.json"), r1 = dir.file("r1.json"), r2 = dir.file("r2.json");
+  lbtest::write_text(r1, lbtest::two_shapes("v1", 100e3, 400e3).dump());
+  lbtest::write_text(r2, lbtest::two_shapes("v2", 50e3, 400e3).dump());
+  CHECK(run_harness("leaderboard record " + r1 + " --file " + lb) == 0);
+  CHECK(run_harness("leaderboard record " + r2 + " --file " + dir.file("other.json")) == 0);
+  CHECK(run_harness("leaderboard merge " + lb + " " + dir.file("other.json") + " -o " + dir.file("m.json")) == 0);
+  const json merged = harness::load_leaderboard(dir.file("m.json"));
+  CHECK(harness::best_for(merged, "Test GPU", "mla_decode", "v1"));
+  CHECK(harness::best_for(merged, "Test GPU", "mla_decode", "v2"));
+  CHECK(run_harness("leaderboard --file " + lb) == 0);
+  CHECK(run_harness("compare mla_decode:v1 " + r2 + " --file " + lb + " --format json") == 0);
+  CHECK(run_harness("compare mla_decode:nope " + r2 + " --file " + lb) == 2);
+  CHECK(run_harness("report -o " + dir.file("r.html") + " --leaderboard " + lb + " " + r2) == 0);
+  CHECK(harness::read_text_file(dir.file("r.html")).find("<svg") != std::string::npos);
+
+  const std::string broken = "{\"schema_version\": 1, \"devices\": [";
+  lbtest::write_text(lb, broken);
+  CHECK(run_harness("leaderboard record " + r2 + " --file " + lb) == 2);
+  CHECK(run_harness("leaderboard --file " + lb) == 2);
+  CHECK(harness::read_text_file(lb) == broken);
+}
+#endif
