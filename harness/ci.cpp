@@ -121,6 +121,7 @@ CiExecutor reexec_executor(const CiOptions& o) {
       r.results = json::parse(read_text_file(r.results_path));
     } catch (const std::exception&) {
       r.error = "harness run exited with " + std::to_string(rc) + " and wrote no readable results";
+      r.usage_error = rc == kCiUsage;
     }
     return r;
   };
@@ -136,6 +137,7 @@ std::string to_string(CiStatus s) {
     case CiStatus::slower: return "SLOWER";
     case CiStatus::failed: return "FAILED";
     case CiStatus::crashed: return "CRASHED";
+    case CiStatus::usage: return "USAGE";
   }
   return "?";
 }
@@ -155,7 +157,7 @@ CiOutcome evaluate_run(const CiJob& job, const CiRun& run, const json& baseline,
   out.job = job;
   out.results_path = run.results_path;
   if (!run.error.empty() || !run.results) {
-    out.status = CiStatus::crashed;
+    out.status = run.usage_error ? CiStatus::usage : CiStatus::crashed;
     out.message = run.error.empty() ? "no results" : run.error;
     return out;
   }
@@ -210,6 +212,8 @@ CiOutcome evaluate_run(const CiJob& job, const CiRun& run, const json& baseline,
 
 int ci_exit_code(const std::vector<CiOutcome>& outcomes) {
   int code = kCiOk;
+  for (const auto& o : outcomes)
+    if (o.status == CiStatus::usage) return kCiUsage;
   for (const auto& o : outcomes) {
     if (o.status == CiStatus::failed || o.status == CiStatus::crashed) return kCiFailed;
     if (o.status == CiStatus::slower) code = kCiSlower;
@@ -220,7 +224,10 @@ int ci_exit_code(const std::vector<CiOutcome>& outcomes) {
 std::string ci_summary_markdown(const std::vector<CiOutcome>& outcomes, const CiOptions& o) {
   const int code = ci_exit_code(outcomes);
   std::string out = "## harness ci: ";
-  out += code == kCiOk ? "passed" : code == kCiFailed ? "correctness failure or crash" : "performance regression";
+  out += code == kCiOk       ? "passed"
+         : code == kCiFailed ? "correctness failure or crash"
+         : code == kCiSlower ? "performance regression"
+                             : "bad command line";
   out += " (exit " + std::to_string(code) + ")\n\n";
   out += "baseline `" + o.baseline + "`, max slowdown " + fmt("%.1f%%", 100 * o.max_slowdown) +
          " and z > 3, shard " + std::to_string(o.shard_index) + "/" + std::to_string(o.shard_count) + ", " +

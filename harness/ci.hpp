@@ -15,7 +15,7 @@
 namespace harness {
 
 inline constexpr int kCiOk = 0;
-inline constexpr int kCiUsage = 2;
+inline constexpr int kCiUsage = 2;   // bad command line, here or in the `harness run` it starts
 inline constexpr int kCiFailed = 3;  // a correctness failure or a crash
 inline constexpr int kCiSlower = 4;  // slower than the threshold and than noise
 
@@ -49,13 +49,14 @@ struct CiRun {
   std::optional<nlohmann::json> results;
   std::string results_path;
   std::string error;  // non-empty: the job crashed or wrote nothing readable
+  bool usage_error = false;  // `harness run` rejected its command line (exit 2, no results)
 };
 using CiExecutor = std::function<CiRun(const CiJob&)>;
 
 // Re-executes this binary: `<self> run P --variant V --mode M --json DIR/P__V.json ARGS...`.
 CiExecutor reexec_executor(const CiOptions& o);
 
-enum class CiStatus { ok, faster, new_entry, slower, failed, crashed };
+enum class CiStatus { ok, faster, new_entry, slower, failed, crashed, usage };
 std::string to_string(CiStatus s);
 
 struct CiOutcome {

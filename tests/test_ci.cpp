@@ -71,6 +71,13 @@ TEST_CASE("ci: a failed check or a crash fails with 3, before a slowdown", "[ci]
   const auto slow = judge(lbtest::two_shapes("v1", 200e3, 400e3, 1e3));
   CHECK(harness::ci_exit_code({slow, wrong}) == harness::kCiFailed);
   CHECK(harness::ci_exit_code({crash, slow}) == harness::kCiFailed);
+  // `harness run` refusing its arguments is a usage error of the whole gate, before everything else.
+  harness::CiRun refused;
+  refused.error = "harness run exited with 2";
+  refused.usage_error = true;
+  const auto usage = harness::evaluate_run({"mla_decode", "v1"}, refused, baseline_board(), 0.05);
+  CHECK(usage.status == CiStatus::usage);
+  CHECK(harness::ci_exit_code({wrong, usage, slow}) == harness::kCiUsage);
   // Results that hold another variant's run count as a crash of this job.
   CHECK(judge(lbtest::two_shapes("v2", 100e3, 400e3)).status == CiStatus::crashed);
 }
