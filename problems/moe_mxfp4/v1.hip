@@ -42,11 +42,11 @@ __device__ float dot_row(const float* x, const uint8_t* w_row, const uint8_t* s_
 // grid (P, I / 32)
 __global__ __launch_bounds__(kThreads) void gate_up(MoeArgs a, float* act) {
   __shared__ __align__(16) float x[kMaxHidden];
-  __shared__ float h[32];
+  __shared__ float h[mxfp4::kBlock];  // one requantization block of gate_up outputs
   const MoeConfig& c = a.cfg;
   const int H = c.d_hidden, I = c.d_expert;
   const int64_t p = blockIdx.x, token = p / c.total_top_k, e = a.topk_ids[p];
-  const int n0 = blockIdx.y * 32;
+  const int n0 = blockIdx.y * mxfp4::kBlock;
   for (int b = threadIdx.x; b < H / 32; b += blockDim.x) {
     float v[32];
     for (int i = 0; i < 32; ++i) v[i] = numerics::bf16_to_f32(a.hidden_states[token * H + b * 32 + i]);
@@ -57,7 +57,7 @@ __global__ __launch_bounds__(kThreads) void gate_up(MoeArgs a, float* act) {
   }
   __syncthreads();
   const int warps = blockDim.x / warpSize, warp = threadIdx.x / warpSize;
-  for (int r = warp; r < 32; r += warps) {
+  for (int r = warp; r < mxfp4::kBlock; r += warps) {
     const int64_t gate_row = e * 2 * I + n0 + r, up_row = gate_row + I;
     const float g = dot_row(x, a.gate_up_weight + gate_row * (H / 2), a.gate_up_weight_scale + gate_row * (H / 32), H);
     const float u = dot_row(x, a.gate_up_weight + up_row * (H / 2), a.gate_up_weight_scale + up_row * (H / 32), H);
@@ -65,9 +65,9 @@ __global__ __launch_bounds__(kThreads) void gate_up(MoeArgs a, float* act) {
       h[r] = numerics::bf16_to_f32(numerics::f32_to_bf16(g / (1.0f + expf(-g)) * u));
   }
   __syncthreads();
-  if (threadIdx.x < 32) {
+  if (threadIdx.x < mxfp4::kBlock) {  // one thread per value of the block
     float amax = 0.0f;
-    for (int i = 0; i < 32; ++i) amax = fmaxf(amax, mxfp4::abs_for_amax(h[i]));
+    for (int i = 0; i < mxfp4::kBlock; ++i) amax = fmaxf(amax, mxfp4::abs_for_amax(h[i]));
     const int s = numerics::mxfp4_dynamic_scale_exp(amax);
     const float q = mxfp4::e2m1_value(mxfp4::quantize_dynamic_code(h[threadIdx.x], s)) * numerics::exp2_f32(s);
     act[p * I + n0 + threadIdx.x] = q;
