@@ -15,12 +15,18 @@
 #include "harness/cli.hpp"
 #include "harness/cli_table.hpp"
 #include "harness/device.hpp"
+#include "harness/leaderboard.hpp"
 #include "harness/runner.hpp"
 #include "harness/term.hpp"
 #include "harness/worker.hpp"
 
 namespace harness::cli {
 namespace {
+
+// Official test/benchmark limit for GPU variants; host variants on a few cores need far longer
+// (mla_decode's largest test shape alone takes minutes on 2 cores).
+constexpr double kDefaultGpuTimeout = 900;
+constexpr double kDefaultCpuTimeout = 4 * 3600;
 
 struct RunArgs {
   std::string problem;
@@ -32,8 +38,10 @@ struct RunArgs {
   std::string json_path;
   int device = 0;
   bool hot = false, graph = false, oracle = false, no_isolate = false;
+  bool record = false;  // merge the results into the local leaderboard (harness/leaderboard.hpp)
+  std::string leaderboard = "leaderboard.json";
   std::size_t flush_bytes = 0;
-  double timeout_s = 900;
+  double timeout_s = 0;  // 0: kDefaultGpuTimeout / kDefaultCpuTimeout by the variant's backend
   // Hidden, set by the parent for its workers.
   std::string worker_result;
   std::string secret_seed_file;
@@ -112,12 +120,15 @@ std::vector<std::string> worker_argv(const RunArgs& a, const std::string& varian
   return v;
 }
 
-RunResult run_isolated(const RunArgs& a, const Mode mode, const std::string& variant) {
+RunResult run_isolated(const RunArgs& a, const Mode mode, const VariantEntry& v) {
+  const std::string& variant = v.name;
+  const double timeout_s =
+      a.timeout_s > 0 ? a.timeout_s : (v.backend == Backend::cpu ? kDefaultCpuTimeout : kDefaultGpuTimeout);
   const std::string result = temp_result_path();
   const std::string secret_file = a.secret_opt->count() ? write_secret_file(a.secret_seed) : std::string();
   WorkerOutcome w;
   try {
-    w = run_worker(worker_argv(a, variant, result, secret_file), result, a.timeout_s);
+    w = run_worker(worker_argv(a, variant, result, secret_file), result, timeout_s);
   } catch (...) {
     if (!secret_file.empty()) std::filesystem::remove(secret_file);
     throw;
@@ -173,12 +184,21 @@ int run_command(RunArgs& a) {
         r = failed_run(p.name(), v->name, mode, e.what());
       }
     } else {
-      r = run_isolated(a, mode, v->name);
+      r = run_isolated(a, mode, *v);
     }
     print_run_table(r);
     std::fflush(stdout);
     results.push_back(std::move(r));
     if (!a.json_path.empty()) write_results_file(a.json_path, results);  // earlier runs survive a later crash
+  }
+  if (a.record) {
+    try {
+      for (const auto& e : record_result(a.leaderboard, results_document(results)))
+        std::printf("recorded %s:%s into %s%s\n", e.problem.c_str(), e.variant.c_str(), a.leaderboard.c_str(),
+                    eligible_for_best(e) ? "" : " (history only)");
+    } catch (const LeaderboardError& e) {
+      throw UsageError(e.what());
+    }
   }
   bool all = true;
   for (const auto& r : results) all = all && r.passed;
@@ -200,8 +220,12 @@ Command setup(CLI::App& root) {
   app->add_flag("--graph", a->graph, "Time graph replays (not the official method)");
   a->flush_opt = app->add_option("--flush-bytes", a->flush_bytes, "Bytes of the cache flush");
   app->add_flag("--oracle", a->oracle, "Check against the float64 oracle instead of the GPU reference");
-  app->add_option("--timeout", a->timeout_s, "Seconds a worker may run before it is killed")->capture_default_str();
+  app->add_option("--timeout", a->timeout_s,
+                  "Seconds a worker may run before its process group is killed (default: 900 for GPU variants, "
+                  "14400 for cpu variants)");
   app->add_flag("--no-isolate", a->no_isolate, "Run variants in this process (no crash isolation)");
+  app->add_flag("--record", a->record, "Merge the results into the leaderboard file");
+  app->add_option("--leaderboard", a->leaderboard, "Leaderboard file for --record")->capture_default_str();
   app->add_option("--worker", a->worker_result)->group("");
   app->add_option("--secret-seed-file", a->secret_seed_file)->group("");
   app->add_flag("--progress", a->progress)->group("");

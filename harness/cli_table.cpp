@@ -35,13 +35,13 @@ std::string max_abs_cell(const ShapeResult& s) { return s.strict ? fmt::format("
 void print_run_table(const RunResult& r, std::FILE* out) {
   fmt::print(out, "\n{} / {}   mode {}   device {} ({})\n", r.problem, r.variant, to_string(r.mode), r.device.name,
              r.device.backend);
-  fmt::print(out, "check: {}   timing: {}{}\n", r.check_reference.empty() ? "-" : r.check_reference,
-             r.timing.method.empty() ? "-" : r.timing.method,
-             r.timing.flush ? fmt::format(" (flush {} MiB)", r.timing.flush_bytes >> 20) : std::string());
   if (r.shapes.empty()) {
     fmt::print(out, "FAILED: {}\n", r.reason);
     return;
   }
+  fmt::print(out, "check: {}   timing: {}{}\n", r.check_reference.empty() ? "-" : r.check_reference,
+             r.timing.method.empty() ? "-" : r.timing.method,
+             r.timing.flush ? fmt::format(" (flush {} MiB)", r.timing.flush_bytes >> 20) : std::string());
   fmt::print(out, "{:>3}  {:<28} {:<24} {:<22} {:>9} {:>5} {:>11} {:>11} {:>9} {:>6}\n", "#", "shape",
              "official (mismatch)", "strict (rel L2)", "max abs", "runs", "mean", "best", "GB/s", "%BW");
   for (const auto& s : r.shapes) {

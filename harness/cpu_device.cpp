@@ -134,6 +134,12 @@ class CpuDevice final : public Device {
     }
   }
 
+  std::string timing_method(const TimingOptions& opt) const override {
+    std::string m = "host steady_clock around the call";
+    if (opt.flush && opt.flush_bytes > 0) m += "; " + std::to_string(opt.flush_bytes >> 20) + " MiB written before each call";
+    return m;
+  }
+
   double time_call(const std::function<void()>& call, const TimingOptions& opt) override {
     if (opt.flush && opt.flush_bytes > 0) flush(opt.flush_bytes);
     const auto t0 = std::chrono::steady_clock::now();

@@ -173,6 +173,8 @@ json shape_json(const ShapeResult& s) {
             {"gbps", s.gbps},
             {"pct_bandwidth", s.pct_bandwidth},
             {"checks", s.checks},
+            {"settle_check", s.settle_check},
+            {"host_exposed_timings", s.host_exposed_timings},
             {"official", s.official ? official_json(*s.official) : json(nullptr)},
             {"strict", s.strict ? strict_json(*s.strict) : json(nullptr)},
             {"status", s.status},
@@ -204,6 +206,8 @@ ShapeResult shape_from_json(const json& j) {
   s.gbps = j.at("gbps").get<double>();
   s.pct_bandwidth = j.at("pct_bandwidth").get<double>();
   s.checks = j.at("checks").get<int64_t>();
+  s.settle_check = j.value("settle_check", std::string("not run"));
+  s.host_exposed_timings = j.value("host_exposed_timings", 0);
   if (!j.at("official").is_null()) s.official = official_from_json(j.at("official"));
   if (!j.at("strict").is_null()) s.strict = strict_from_json(j.at("strict"));
   s.status = j.at("status").get<std::string>();
@@ -227,7 +231,8 @@ json to_json(const RunResult& r) {
             {"flush_bytes", r.timing.flush_bytes},
             {"hide_host", r.timing.hide_host},
             {"graph", r.timing.graph},
-            {"method", r.timing.method}}},
+            {"method", r.timing.method},
+            {"device_method", r.timing.device_method}}},
           {"seeds",
            {{"seed_override", r.seeds.seed_override ? json(*r.seeds.seed_override) : json(nullptr)},
             {"secret_seed", r.seeds.secret_seed}}},
@@ -253,6 +258,7 @@ RunResult run_from_json(const json& j) {
   r.timing.hide_host = t.at("hide_host").get<bool>();
   r.timing.graph = t.at("graph").get<bool>();
   r.timing.method = t.at("method").get<std::string>();
+  r.timing.device_method = t.value("device_method", std::string());
   const auto& sd = j.at("seeds");
   if (!sd.at("seed_override").is_null()) r.seeds.seed_override = sd.at("seed_override").get<uint64_t>();
   r.seeds.secret_seed = sd.at("secret_seed").get<bool>();

@@ -26,6 +26,7 @@ struct TimingInfo {
   bool hide_host = true;
   bool graph = false;
   std::string method;  // "official" or "not official: hot" / "not official: graph" / ...
+  std::string device_method;  // the device's own description of how it timed (Device::timing_method)
 };
 std::string timing_method(const TimingOptions& t);
 
@@ -45,6 +46,8 @@ struct ShapeResult {
   double bytes = 0, flops = 0;
   double gbps = 0, pct_bandwidth = 0;
   int64_t checks = 0;                     // outputs checked
+  std::string settle_check = "not run";   // escaped-work check: not run | unsupported | passed | escaped
+  int host_exposed_timings = 0;           // timed calls whose start event fired before the call returned
   std::optional<OfficialVerdict> official;  // worst checked output
   std::optional<StrictVerdict> strict;
   std::string status = "ok";  // ok | failed

@@ -104,6 +104,13 @@ class ShapeSession {
 
   const TensorSpec& output_spec() const { return out_spec_; }
 
+  // One more call under the device's escaped-work check (output hashed when the end event fires and
+  // again after a full synchronize).
+  SettleHashes settle_check() {
+    return dev_.hash_at_end_event([&] { p_.invoke(v_, s_, ptrs_, out_.get(), ws_.get(), ws_bytes_); }, out_.get(),
+                                  out_bytes_, kPoisonByte);
+  }
+
  private:
   uint64_t arm_guard(DeviceBuffer& b, std::size_t offset) {
     char* g = static_cast<char*>(b.get()) + offset;
@@ -220,6 +227,7 @@ void run_shape(ShapeContext& c, const ShapeCase& s, bool warm_up, ShapeResult& r
       ref = session.reference();
       check_output(r, session, ref, c.p, strict_limit);
     }
+    const int exposed_before = c.dev.host_exposed_timings();
     const auto t0 = std::chrono::steady_clock::now();
     for (uint64_t i = 0;; ++i) {
       if (leaderboard) {
@@ -248,10 +256,19 @@ void run_shape(ShapeContext& c, const ShapeCase& s, bool warm_up, ShapeResult& r
     }
     c.dev.synchronize();
     record_timing(r, durations, c.dev.info());
+    r.host_exposed_timings = c.dev.host_exposed_timings() - exposed_before;
     session.check_integrity();
-    // Benchmark mode reuses one set of inputs, so the warm-up's reference also checks the last
-    // timed output (the official runner does not re-check here).
-    if (!leaderboard && !ref.empty()) check_output(r, session, ref, c.p, strict_limit);
+    if (!leaderboard) {
+      say("escaped-work check");
+      const SettleHashes h = session.settle_check();
+      r.settle_check = !h.supported ? "unsupported" : h.escaped() ? "escaped" : "passed";
+      if (h.escaped())
+        throw CheckFailure("work escaped the timing events: the output changed after the end event had fired");
+      session.check_integrity();
+      // Benchmark mode reuses one set of inputs, so the warm-up's reference also checks this output
+      // (the official runner does not re-check here).
+      if (!ref.empty()) check_output(r, session, ref, c.p, strict_limit);
+    }
   }
 }
 
@@ -311,6 +328,7 @@ RunResult run_variant(Device& dev, const Problem& p, const VariantEntry& v, cons
     }
     run.shapes.push_back(std::move(r));
   }
+  run.timing.device_method = dev.timing_method(c.timing);
   run.finalize();
   return run;
 }

@@ -193,6 +193,7 @@ TEST_CASE("runner: a correct variant passes test mode, checked against the oracl
   REQUIRE(r.passed);
   REQUIRE(r.shapes.size() == 2);
   CHECK(r.check_reference == "float64 oracle");
+  CHECK(r.timing.device_method.find("steady_clock") != std::string::npos);
   for (const auto& s : r.shapes) {
     CHECK(s.status == "ok");
     CHECK(s.checks == 1);
@@ -234,7 +235,9 @@ TEST_CASE("runner: benchmark mode times to the stop rule and re-checks the last 
   for (const auto& s : r.shapes) {
     CHECK(s.stats.runs == 7);
     CHECK(s.stop_reason == "max_runs");
-    CHECK(s.checks == 2);  // warm-up + last timed output
+    CHECK(s.checks == 2);  // warm-up + the call under the escaped-work check
+    CHECK(s.settle_check == "unsupported");  // cpu device
+    CHECK(s.host_exposed_timings == 0);
     CHECK(s.timed_seeds.empty());
     CHECK(s.stats.best <= s.stats.mean);
     CHECK(s.stats.mean <= s.stats.worst);
