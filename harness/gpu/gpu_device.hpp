@@ -57,6 +57,7 @@ class GpuDevice final : public Device {
   double spin_ticks_per_s_ = 0;
   double spin_seconds_ = 0.002;  // grows when a call is found not hidden
   int host_exposed_ = 0;
+  bool release_failed_ = false;
 };
 
 }  // namespace harness::gpu
