@@ -117,7 +117,7 @@ int record_files(const std::vector<std::string>& inputs, const std::string& file
     }
     for (const auto& e : record_result(file, doc))
       std::cout << "recorded " << e.problem << ":" << e.variant << " on " << e.device
-                << (eligible_for_best(e) ? "" : " (history only: " + (e.passed ? std::string("no score") : e.reason) + ")")
+                << (eligible_for_best(e) ? "" : " (history only: " + (e.passed ? "not a timed run" : e.reason) + ")")
                 << " into " << file << "\n";
   }
   return cli::kExitOk;

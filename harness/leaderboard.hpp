@@ -56,7 +56,7 @@ Entry make_entry(const nlohmann::json& run, const nlohmann::json& header = nlohm
 // A results document ({"runs": [...], "build": ...}) gives one entry per run; a bare run gives one.
 std::vector<Entry> entries_from_results(const nlohmann::json& doc);
 
-// An entry may become "best" only if it passed and has a score.
+// An entry may become "best" only if it passed, has a score, and was timed (not test mode).
 bool eligible_for_best(const Entry& e);
 
 // ---- the file ----

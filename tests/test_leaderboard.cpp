@@ -52,6 +52,10 @@ TEST_CASE("leaderboard: make_entry reads the runner's results document", "[leade
   CHECK_FALSE(failed.reason.empty());
   CHECK_FALSE(harness::eligible_for_best(failed));
 
+  json test_mode = lbtest::two_shapes("v1", 100e3, 400e3);
+  test_mode["runs"][0]["mode"] = "test";
+  CHECK_FALSE(harness::eligible_for_best(harness::entries_from_results(test_mode)[0]));
+
   // A round trip through the leaderboard's own entry format keeps everything.
   const Entry back = harness::entry_from_json(harness::to_json(e));
   CHECK(harness::to_json(back) == harness::to_json(e));
