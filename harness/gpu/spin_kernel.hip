@@ -12,7 +12,10 @@ __device__ inline uint64_t device_timer() {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 #elif defined(__HIP_DEVICE_COMPILE__)
-  return static_cast<uint64_t>(wall_clock64());
+  // wall_clock64 is -1 where the target lacks a constant-rate counter; the shader clock then serves
+  // (the rate is calibrated either way).
+  const long long t = wall_clock64();
+  return static_cast<uint64_t>(t >= 0 ? t : clock64());
 #else
   return 0;  // host pass of a device function: never runs
 #endif
