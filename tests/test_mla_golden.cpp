@@ -65,6 +65,14 @@ std::vector<double> bf16_to_double(const std::vector<uint16_t>& v) {
   return d;
 }
 
+// Number of differing bytes (sizes must match); keeps failure output short.
+size_t count_diff(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  REQUIRE(a.size() == b.size());
+  size_t n = 0;
+  for (size_t i = 0; i < a.size(); ++i) n += a[i] != b[i];
+  return n;
+}
+
 const harness::Problem& mla_problem() {
   const harness::Problem* p = harness::find_problem("mla_decode");
   REQUIRE(p != nullptr);
@@ -81,7 +89,7 @@ TEST_CASE("mla golden: float64 oracle matches out_exact_bf16_inputs") {
     REQUIRE(out.size() == g.exact.size());
     double max_err = 0, max_ref = 0;
     for (size_t i = 0; i < out.size(); ++i) {
-      REQUIRE(std::isfinite(out[i]));
+      if (!std::isfinite(out[i])) max_err = INFINITY;
       max_err = std::max(max_err, std::abs(out[i] - g.exact[i]));
       max_ref = std::max(max_ref, double(std::abs(g.exact[i])));
     }
@@ -154,8 +162,8 @@ TEST_CASE("mla golden: our quantizers reproduce the official fp8 and MXFP4 KV bi
     float scale = -1;
     mla::quantize_kv(g.kv.data(), total_kv, fp8.data(), &scale, mx.data(), mx_scale.data());
     CHECK(scale == want_scale.at(0));
-    CHECK(fp8 == want_fp8);
-    CHECK(mx == want_mx);
-    CHECK(mx_scale == want_mx_scale);
+    CHECK(count_diff(fp8, want_fp8) == 0);
+    CHECK(count_diff(mx, want_mx) == 0);
+    CHECK(count_diff(mx_scale, want_mx_scale) == 0);
   }
 }

@@ -31,17 +31,21 @@ HD inline uint16_t kv_bits(uint64_t seed, uint64_t i) { return numerics::normal_
 
 HD inline float abs_value(uint16_t bf16) { return numerics::bf16_to_f32(static_cast<uint16_t>(bf16 & 0x7FFFu)); }
 
-// Per-tensor fp8 scale from amax = max|kv|: amax / 448 in fp32, with amax at least 1e-12.
+// fp8, per tensor. The official code does this arithmetic on bf16 tensors: the scale is
+// bf16(amax / 448) (then stored as fp32) and each element is bf16(kv / scale) before the e4m3fn
+// cast. Golden vectors (tests/data/golden/mla_*) match this bit for bit and do not match an fp32
+// scale or an fp32 quotient (1574 of 73728 codes differ on mla_bs2_kv64). amax is at least 1e-12.
 HD inline float fp8_scale_from_amax(float amax) {
   const float a = amax < 1e-12f ? 1e-12f : amax;
-  return a / 448.0f;
+  return numerics::bf16_to_f32(numerics::f32_to_bf16(a / 448.0f));
 }
 
-// One fp8 element: e4m3fn(kv / scale), RNE, saturating. Plain '/' is the correctly rounded IEEE
-// division on the host, in nvcc (default -prec-div=true) and in HIP clang (correctly rounded fp32
-// division is its default); no build here uses fast-math.
+// One fp8 element, RNE and saturating. Plain '/' is the correctly rounded IEEE division on the
+// host, in nvcc (default -prec-div=true) and in HIP clang (correctly rounded fp32 division is its
+// default); no build here uses fast-math.
 HD inline uint8_t fp8_code(uint16_t kv, float scale) {
-  return numerics::f32_to_fp8_e4m3fn(numerics::bf16_to_f32(kv) / scale);
+  const float quotient = numerics::bf16_to_f32(numerics::f32_to_bf16(numerics::bf16_to_f32(kv) / scale));
+  return numerics::f32_to_fp8_e4m3fn(quotient);
 }
 
 // One MXFP4 block of 32 bf16 values (dynamic rule): 16 packed bytes and one e8m0 scale byte.

@@ -16,7 +16,7 @@ constexpr int kHeadsPerItem = 4;
 
 // load_row(row, double* out576) writes one dequantized KV row (every dequantized value is exact).
 template <class LoadRow>
-std::vector<double> attention_f64(const MlaDecodeConfig& cfg, const uint16_t* q, const int32_t* qo_indptr,
+std::vector<double> attention_f64(const MlaDecodeConfig& cfg, const float* q, const int32_t* qo_indptr,
                                   const int32_t* kv_indptr, LoadRow load_row) {
   if (cfg.num_heads != kHeads || cfg.qk_head_dim != kQkDim || cfg.v_head_dim != kVDim)
     throw std::invalid_argument("mla oracle: unexpected head layout");
@@ -39,7 +39,7 @@ std::vector<double> attention_f64(const MlaDecodeConfig& cfg, const uint16_t* q,
       const int64_t t0 = kv_indptr[b], n = kv_indptr[b + 1] - t0;
       for (int hh = 0; hh < kHeadsPerItem; ++hh)
         for (int d = 0; d < kQkDim; ++d)
-          qd[static_cast<size_t>(hh * kQkDim + d)] = numerics::bf16_to_f32(q[(r * kHeads + h0 + hh) * kQkDim + d]);
+          qd[static_cast<size_t>(hh * kQkDim + d)] = q[(r * kHeads + h0 + hh) * kQkDim + d];
 
       scores.assign(static_cast<size_t>(n) * kHeadsPerItem, 0.0);
       std::vector<double> mx(kHeadsPerItem, -INFINITY);
@@ -73,9 +73,15 @@ std::vector<double> attention_f64(const MlaDecodeConfig& cfg, const uint16_t* q,
   return out;
 }
 
+std::vector<float> q_values(const MlaDecodeConfig& cfg, const uint16_t* q, const int32_t* qo_indptr) {
+  std::vector<float> f(static_cast<size_t>(qo_indptr[cfg.batch_size]) * kHeads * kQkDim);
+  for (size_t i = 0; i < f.size(); ++i) f[i] = numerics::bf16_to_f32(q[i]);
+  return f;
+}
+
 }  // namespace
 
-std::vector<double> oracle_bf16(const MlaDecodeConfig& cfg, const uint16_t* q, const uint16_t* kv_bf16,
+std::vector<double> oracle_bf16(const MlaDecodeConfig& cfg, const float* q, const uint16_t* kv_bf16,
                                 const int32_t* qo_indptr, const int32_t* kv_indptr) {
   return attention_f64(cfg, q, qo_indptr, kv_indptr, [kv_bf16](int64_t t, double* row) {
     const uint16_t* src = kv_bf16 + t * kQkDim;
@@ -83,7 +89,7 @@ std::vector<double> oracle_bf16(const MlaDecodeConfig& cfg, const uint16_t* q, c
   });
 }
 
-std::vector<double> oracle_fp8(const MlaDecodeConfig& cfg, const uint16_t* q, const uint8_t* kv_fp8, float kv_fp8_scale,
+std::vector<double> oracle_fp8(const MlaDecodeConfig& cfg, const float* q, const uint8_t* kv_fp8, float kv_fp8_scale,
                                const int32_t* qo_indptr, const int32_t* kv_indptr) {
   float lut[256];
   for (int c = 0; c < 256; ++c) lut[c] = numerics::fp8_e4m3fn_to_f32(static_cast<uint8_t>(c));
@@ -94,7 +100,7 @@ std::vector<double> oracle_fp8(const MlaDecodeConfig& cfg, const uint16_t* q, co
   });
 }
 
-std::vector<double> oracle_mxfp4(const MlaDecodeConfig& cfg, const uint16_t* q, const uint8_t* kv_mxfp4,
+std::vector<double> oracle_mxfp4(const MlaDecodeConfig& cfg, const float* q, const uint8_t* kv_mxfp4,
                                  const uint8_t* kv_mxfp4_scale, int64_t scale_stride, const int32_t* qo_indptr,
                                  const int32_t* kv_indptr) {
   return attention_f64(cfg, q, qo_indptr, kv_indptr, [=](int64_t t, double* row) {
@@ -106,6 +112,23 @@ std::vector<double> oracle_mxfp4(const MlaDecodeConfig& cfg, const uint16_t* q, 
       row[d] = static_cast<double>(numerics::e2m1_to_f32(code)) * numerics::e8m0_to_f32(scales[d / 32]);
     }
   });
+}
+
+std::vector<double> oracle_bf16(const MlaDecodeConfig& cfg, const uint16_t* q, const uint16_t* kv_bf16,
+                                const int32_t* qo_indptr, const int32_t* kv_indptr) {
+  return oracle_bf16(cfg, q_values(cfg, q, qo_indptr).data(), kv_bf16, qo_indptr, kv_indptr);
+}
+
+std::vector<double> oracle_fp8(const MlaDecodeConfig& cfg, const uint16_t* q, const uint8_t* kv_fp8, float kv_fp8_scale,
+                               const int32_t* qo_indptr, const int32_t* kv_indptr) {
+  return oracle_fp8(cfg, q_values(cfg, q, qo_indptr).data(), kv_fp8, kv_fp8_scale, qo_indptr, kv_indptr);
+}
+
+std::vector<double> oracle_mxfp4(const MlaDecodeConfig& cfg, const uint16_t* q, const uint8_t* kv_mxfp4,
+                                 const uint8_t* kv_mxfp4_scale, int64_t scale_stride, const int32_t* qo_indptr,
+                                 const int32_t* kv_indptr) {
+  return oracle_mxfp4(cfg, q_values(cfg, q, qo_indptr).data(), kv_mxfp4, kv_mxfp4_scale, scale_stride, qo_indptr,
+                      kv_indptr);
 }
 
 }  // namespace mla

@@ -25,4 +25,14 @@ std::vector<double> oracle_mxfp4(const MlaDecodeConfig& cfg, const uint16_t* q, 
                                  const uint8_t* kv_mxfp4_scale, int64_t scale_stride, const int32_t* qo_indptr,
                                  const int32_t* kv_indptr);
 
+// The same three with q given as float values (for example a dequantized fp8 or MXFP4 q: every
+// such value is exact in float), to measure what quantizing q costs.
+std::vector<double> oracle_bf16(const MlaDecodeConfig& cfg, const float* q, const uint16_t* kv_bf16,
+                                const int32_t* qo_indptr, const int32_t* kv_indptr);
+std::vector<double> oracle_fp8(const MlaDecodeConfig& cfg, const float* q, const uint8_t* kv_fp8, float kv_fp8_scale,
+                               const int32_t* qo_indptr, const int32_t* kv_indptr);
+std::vector<double> oracle_mxfp4(const MlaDecodeConfig& cfg, const float* q, const uint8_t* kv_mxfp4,
+                                 const uint8_t* kv_mxfp4_scale, int64_t scale_stride, const int32_t* qo_indptr,
+                                 const int32_t* kv_indptr);
+
 }  // namespace mla

@@ -169,14 +169,19 @@ class MlaDecodeProblem : public harness::Problem {
     return c;
   }
 
-  // Relative L2 error against the float64 oracle over the bf16 inputs, measured on the spec's test
-  // shapes (see tests/test_mla_task.cpp, "strict limits"). A variant reading several formats gets
-  // the loosest of their limits.
-  //   bf16 KV: only the bf16 output rounding and fp32 accumulation remain (~0.2%); 1e-2 leaves
-  //            room for bf16 probabilities in the PV product.
-  //   fp8 KV:  float64 attention over the fp8 KV alone: rel L2 0.029-0.030; with q also quantized
-  //            to fp8 as the official reference does: 0.041-0.043 (golden bs3/kv300: 0.043).
-  //   MXFP4 KV: float64 attention over the MXFP4 KV alone: rel L2 MEASURED_MX.
+  // Relative L2 error against the float64 oracle over the bf16 inputs. Measured on the spec's four
+  // test shapes (hidden test "measure: mla_decode strict limits ...", H200 host, 2026-11-29); the
+  // error falls with kv length, so the kv 1024 shapes set the limits (kv 1024 / kv 8192):
+  //   bf16 output rounding alone:          0.0017 / 0.0017
+  //   fp8 KV, q bf16:                      0.030  / 0.016
+  //   fp8 KV, q fp8 (official reference):  0.040  / 0.031   (golden bs3/kv300, official: 0.043)
+  //   MXFP4 KV, q bf16:                    0.124  / 0.064
+  //   MXFP4 KV, q fp8:                     0.127  / 0.070
+  //   MXFP4 KV, q MXFP4 (fp4 matrix path): 0.166  / 0.129
+  // Limits: bf16 1e-2 (6x the rounding floor, room for bf16 probabilities in the PV product);
+  // fp8 0.08 (2x the q-fp8 case); MXFP4 0.25 (1.5x the q-MXFP4 case). Reading half the KV gives
+  // 0.76 (bs 2, kv 1024) and an all-zero output 1, so all three reject skipped work. A variant reading
+  // several formats gets the loosest of their limits.
   double strict_rel_l2_limit(const std::vector<std::string>& reads) const override {
     double limit = 1e-2;
     if (reads_any(reads, "kv_fp8")) limit = std::max(limit, 0.08);
