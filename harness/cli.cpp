@@ -74,6 +74,9 @@ int main(int argc, char** argv) {
       if (c.app->parsed()) return c.run();
   } catch (const UsageError& e) {
     return usage_error(e.what());
+  } catch (const std::exception& e) {  // e.g. no GPU: one line, and a worker's parent reports it
+    std::fprintf(stderr, "harness: error: %s\n", one_line(e.what()).c_str());
+    return kExitFailed;
   }
   return usage_error("no command given");
 }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -152,7 +153,10 @@ int run_worker_side(RunArgs& a, const Problem& p, const VariantEntry& v, Mode mo
   RunOptions o = to_run_options(a, p, mode);
   const RunResult r = run_in_process(p, v, o, a.device, a.progress);
   write_file_atomic(a.worker_result, to_json(r).dump(2) + "\n");
-  return kExitOk;
+  // The result is safe; skip static destructors, whose device teardown can fail (and abort) after
+  // a sticky GPU error.
+  std::fflush(nullptr);
+  std::_Exit(kExitOk);
 }
 
 int run_command(RunArgs& a) {

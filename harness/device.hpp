@@ -92,7 +92,15 @@ class DeviceBuffer {
   ~DeviceBuffer() { reset(); }
   void* get() const { return p_; }
   std::size_t bytes() const { return bytes_; }
-  void reset() { if (p_ && dev_) dev_->release(p_); p_ = nullptr; bytes_ = 0; }
+  // Never throws: it runs in destructors, also while a device error unwinds the stack (a sticky
+  // GPU error makes every later free fail; throwing then would terminate before results are written).
+  void reset() noexcept {
+    if (p_ && dev_) {
+      try { dev_->release(p_); } catch (...) {}
+    }
+    p_ = nullptr;
+    bytes_ = 0;
+  }
 
  private:
   Device* dev_ = nullptr;

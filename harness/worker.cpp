@@ -96,6 +96,7 @@ std::string last_line(const std::string& text) {
       clean += line[i];
     }
     while (!clean.empty() && std::isspace(static_cast<unsigned char>(clean.back()))) clean.pop_back();
+    clean.erase(0, clean.find_first_not_of(" \t"));
     if (!clean.empty()) last = clean;
   }
   return last;

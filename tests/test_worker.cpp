@@ -52,6 +52,7 @@ TEST_CASE("worker: crash, abort, exit without result, hang are reported") {
 TEST_CASE("worker: last_line skips progress redraws and blank lines") {
   CHECK(last_line("a\nb\r\x1b[Kprogress 3/8\n\n") == "progress 3/8");
   CHECK(last_line("first\nsecond\n") == "second");
+  CHECK(last_line("terminate called\n  what():  illegal address\n") == "what():  illegal address");
   CHECK(last_line("") == "");
   CHECK(last_line("msg\n\r\x1b[Kprogress\r\x1b[K") == "msg");  // a cleared progress line leaves the line before it
   CHECK(signal_name(SIGBUS) == "SIGBUS");
