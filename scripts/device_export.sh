@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# On the GPU machine (torch + nvcc there): exported submissions of the GPU variants, each checked and
+# timed through scripts/export_check.py (official input tuple, torch reference from the spec, cache
+# flush + GPU-side wait before each timed call), next to the same variant timed by the harness
+# (`harness run --mode benchmark`); logs and JSON under $OUT; a table printed last:
+# problem, variant, export verdict, export mean us, harness mean us, ratio (per benchmark shape and
+# geometric mean).
+#   scripts/device_export.sh [dir]   dir holds `harness` (a GPU build; statically linked runtime) and
+#                                    submissions/<problem>__<variant>.py, made with `harness export`
+#                                    (any build can export); default build/export-dev.
+# Environment: MLA_TIME / MOE_TIME: variants timed (default: all exported); MLA_BENCH / MOE_BENCH and
+# MLA_TESTS / MOE_TESTS: shape indices (default: all); CHECK_MAX_S: seconds of timed calls per shape
+# in export_check; HARNESS_TIMEOUT: seconds for each harness run.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-build/export-dev}
+out=${OUT:-/tmp/device_export}
+mkdir -p "$out"
+subs="$dir/submissions"
+h="$dir/harness"
+export PYTHONUNBUFFERED=1
+{ nvidia-smi -L 2>/dev/null; python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)';
+  nvcc --version 2>/dev/null | tail -1; git rev-parse --short HEAD 2>/dev/null; } > "$out/device.txt" 2>&1
+cat "$out/device.txt" >&2
+
+names() { ls "$subs"/"$1"__*.py 2>/dev/null | sed "s|.*/$1__||; s|\.py$||" | paste -sd, -; }
+MLA_ALL=$(names mla_decode)
+MOE_ALL=$(names moe_mxfp4)
+MLA_TIME=${MLA_TIME:-$MLA_ALL}
+MOE_TIME=${MOE_TIME:-$MOE_ALL}
+
+echo "== golden (torch reference against the official vectors) while every submission compiles" >&2
+( timeout 120 python3 scripts/export_check.py --golden tests/data/golden > "$out/golden.log" 2>&1
+  echo "golden rc $? ($(tail -1 "$out/golden.log"))" >&2 ) &
+# The official compile step: run the file once (load_inline builds and caches the extension).
+for f in "$subs"/*.py; do
+  n=$(basename "$f" .py)
+  ( s=$(date +%s.%N); timeout ${COMPILE_TIMEOUT:-150} python3 "$f" > "$out/compile_$n.log" 2>&1; rc=$?
+    echo "$n rc=$rc seconds=$(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $s }")" >> "$out/compile_times.txt" ) &
+done
+wait
+sort "$out/compile_times.txt" >&2
+
+check() {  # problem, submissions to time, test indices, benchmark indices
+  local p=$1 timed=$2
+  timeout ${CHECK_TIMEOUT:-200} python3 scripts/export_check.py --problem "$p" "$subs"/"$p"__*.py \
+    --time "$(echo "$timed" | sed "s/\([^,]*\)/${p}__\1/g")" --max-s "${CHECK_MAX_S:-1.0}" \
+    --test-index "$3" --bench-index "$4" --json "$out/export_$p.json" > "$out/export_$p.log" 2>&1
+  echo "export_check $p rc $?" >&2
+}
+bench() {  # problem, variants, benchmark indices
+  [ -x "$h" ] || { echo "no harness binary at $h" >&2; return; }
+  timeout ${HARNESS_TIMEOUT:-150} "$h" run "$1" --variant "$2" --mode benchmark --shapes "${3:-all}" \
+    --json "$out/harness_$1.json" > "$out/harness_$1.log" 2>&1
+  echo "harness $1 rc $?" >&2
+}
+[ -n "$MLA_ALL" ] && check mla_decode "$MLA_TIME" "${MLA_TESTS:-}" "${MLA_BENCH:-}"
+[ -n "$MOE_ALL" ] && check moe_mxfp4 "$MOE_TIME" "${MOE_TESTS:-}" "${MOE_BENCH:-}"
+[ -n "$MLA_TIME" ] && bench mla_decode "$MLA_TIME" "${MLA_BENCH:-}"
+[ -n "$MOE_TIME" ] && bench moe_mxfp4 "$MOE_TIME" "${MOE_BENCH:-}"
+
+python3 - "$out" <<'PY'
+import json, math, os, sys
+out = sys.argv[1]
+
+def load(name):
+    try:
+        return json.load(open(os.path.join(out, name)))
+    except Exception:
+        return None
+
+print(f"\n{'problem':10s} {'variant':10s} {'shape':34s} {'export':7s} {'export us':>10s} {'harness us':>10s} {'ratio':>6s}")
+for p in ("mla_decode", "moe_mxfp4"):
+    ex, hr = load(f"export_{p}.json"), load(f"harness_{p}.json")
+    if not ex:
+        print(f"{p:10s} no export_check results")
+        continue
+    harness = {}
+    for r in (hr or {}).get("runs", []):
+        harness[r.get("variant")] = [s.get("mean_ns") for s in r.get("shapes", [])]
+    by_sub = {}
+    for row in ex["results"]:
+        by_sub.setdefault(row["submission"], []).append(row)
+    for sub, rows in sorted(by_sub.items()):
+        v = sub.split("__", 1)[-1]
+        verdict = "pass" if all(r["ok"] for r in rows) else "FAIL"
+        bench = [r for r in rows if r["mode"] == "benchmark"]
+        hs = harness.get(v, [])
+        ratios = []
+        for i, r in enumerate(bench):
+            e = r.get("mean_us")
+            hm = hs[i] / 1e3 if i < len(hs) and hs[i] else None
+            ratio = e / hm if e and hm else None
+            if ratio:
+                ratios.append(ratio)
+            if e or not r["ok"]:
+                print(f"{p:10s} {v:10s} {r['shape'][:34]:34s} {'pass' if r['ok'] else 'FAIL':7s} "
+                      f"{'-' if e is None else f'{e:10.1f}':>10s} {'-' if hm is None else f'{hm:10.1f}':>10s} "
+                      f"{'-' if ratio is None else f'{ratio:6.3f}':>6s}")
+        fails = [r for r in rows if not r["ok"]]
+        g = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
+        worst = max(ratios) if ratios else None
+        print(f"{p:10s} {v:10s} {'== all shapes':34s} {verdict:7s} {'':>10s} {'':>10s} "
+              f"{'-' if g is None else f'{g:6.3f}':>6s}  geomean ratio; worst {'-' if worst is None else f'{worst:.3f}'};"
+              f" {len(rows) - len(fails)}/{len(rows)} checks pass" + (f"; first failure: {fails[0].get('reason', '')}" if fails else ""))
+PY
