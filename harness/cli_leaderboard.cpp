@@ -115,10 +115,16 @@ int record_files(const std::vector<std::string>& inputs, const std::string& file
     } catch (const json::parse_error& ex) {
       throw LeaderboardError(in + ": malformed JSON (byte " + std::to_string(ex.byte) + ")");
     }
-    for (const auto& e : record_result(file, doc))
-      std::cout << "recorded " << e.problem << ":" << e.variant << " on " << e.device
-                << (eligible_for_best(e) ? "" : " (history only: " + (e.passed ? "not a timed run" : e.reason) + ")")
-                << " into " << file << "\n";
+    const auto recorded = record_result(file, doc);
+    const json board = load_leaderboard(file);
+    for (const auto& e : recorded) {
+      const auto best = best_for(board, e.device, e.problem, e.variant);
+      const bool is_best = best && to_json(*best) == to_json(e);
+      std::string where = is_best ? "as best" : "in history";
+      if (!eligible_for_best(e)) where += " (" + (e.passed ? std::string("not a timed run") : e.reason) + ")";
+      std::cout << "recorded " << e.problem << ":" << e.variant << " on " << e.device << " " << where << " into "
+                << file << "\n";
+    }
   }
   return cli::kExitOk;
 }
