@@ -97,4 +97,17 @@ __device__ inline uint32_t hmul2_bits(uint32_t a, uint32_t b) {
   __builtin_memcpy(&out, &r, 4);
   return out;
 }
+// Same result as fp8x4_to_f16x4_scaled, through the hardware conversion where there is one
+// (NVIDIA sm_89+): cvt to f16 (exact), then times 2^-8 (exact).
+__device__ inline uint2 fp8x4_to_f16x4_scaled_hw(uint32_t w) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  uint32_t lo, hi;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(lo) : "h"(uint16_t(w & 0xffffu)));
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(hi) : "h"(uint16_t(w >> 16)));
+  constexpr uint32_t kTwoToMinus8 = 0x1c001c00u;  // f16 2^-8 in both halves
+  return make_uint2(hmul2_bits(lo, kTwoToMinus8), hmul2_bits(hi, kTwoToMinus8));
+#else
+  return fp8x4_to_f16x4_scaled(w);
+#endif
+}
 #endif

@@ -21,39 +21,54 @@
 
 namespace mla_kernels {
 
-constexpr int kMmaWarps = 4;
-constexpr int kMmaTile = 32;                       // tokens per tile
-constexpr int kQkDimsPerWarp = kDimQK / kMmaWarps;  // 144 = 9 k-steps
-constexpr int kPvDimsPerWarp = kDimV / kMmaWarps;   // 128
-constexpr int kSRow = kMmaTile + 4;                 // padded row of the partial-S buffer (floats)
-constexpr int kPRow = kMmaTile + 4;                 // padded row of P (16-bit values)
+// Work split of a block. S = Q K^T: warps split the 576 dims four ways (each keeps the Q fragments
+// of its 144 dims in registers) and the tile's tokens Warps/4 ways. P V: warps split the 512 output
+// dims evenly.
+template <int Warps, int Tile>
+struct MmaGeo {
+  static constexpr int kWarps = Warps;
+  static constexpr int kTile = Tile;  // tokens per tile
+  static constexpr int kQkRanges = 4;
+  static constexpr int kQkDimsPerWarp = kDimQK / kQkRanges;  // 144 = 9 k-steps
+  static constexpr int kQkTokPerWarp = Tile / (Warps / kQkRanges);
+  static constexpr int kPvDimsPerWarp = kDimV / Warps;
+  static constexpr int kSRow = Tile + 4;  // padded row of the partial-S buffer (floats)
+  static constexpr int kPRow = Tile + 4;  // padded row of P (16-bit values)
+  static_assert(Warps % kQkRanges == 0, "warps must split the dims four ways");
+};
 
 template <class Fmt>
 struct MmaLayout {
+  using G = typename Fmt::Geo;
   static constexpr size_t kv_bytes = size_t(Fmt::kStages) * Fmt::kStageBytes;
-  static constexpr size_t s_bytes = size_t(kMmaWarps) * kHeads * kSRow * sizeof(float);
-  static constexpr size_t p_bytes = size_t(kHeads) * kPRow * sizeof(uint16_t);
+  static constexpr size_t s_bytes = size_t(G::kQkRanges) * kHeads * G::kSRow * sizeof(float);
+  static constexpr size_t p_bytes = size_t(kHeads) * G::kPRow * sizeof(uint16_t);
   static constexpr size_t total = kv_bytes + s_bytes + p_bytes + 3 * kHeads * sizeof(float);
 };
 
 #if defined(HARNESS_GPU)
 #if defined(__HIP_PLATFORM_AMD__)
-#define MLA_MMA_BOUNDS(FMT) __launch_bounds__(256)
+#define MLA_MMA_BOUNDS(FMT) __launch_bounds__(FMT::Geo::kWarps * 64)  // upper bound: wave64
 #else
-#define MLA_MMA_BOUNDS(FMT) __launch_bounds__(128, FMT::kMinBlocks)
+#define MLA_MMA_BOUNDS(FMT) __launch_bounds__(FMT::Geo::kWarps * kernel_warp_size(), FMT::kMinBlocks)
 #endif
 
 template <class Fmt>
 __global__ void MLA_MMA_BOUNDS(Fmt) mla_mma_kernel(MlaDecodeArgs a, int tokens_per_split, int splits, Partials part) {
+  using G = typename Fmt::Geo;
   constexpr int W = kernel_warp_size();
-  constexpr int kThreads = kMmaWarps * W;
+  constexpr int kThreads = G::kWarps * W;
+  constexpr int kMmaTile = G::kTile;
+  constexpr int kQkDimsPerWarp = G::kQkDimsPerWarp;
+  constexpr int kPvDimsPerWarp = G::kPvDimsPerWarp;
+  constexpr int kSRow = G::kSRow, kPRow = G::kPRow;
   constexpr int kQkSteps = kQkDimsPerWarp / mma::kK;
   constexpr int kGroupDims = 4 * mma::kN;  // output dims covered by one byte-transposed load
   constexpr int kGroups = kPvDimsPerWarp / kGroupDims;
   constexpr int kLanesPerHead = kThreads / kHeads;
   constexpr int kTokPerLane = kMmaTile / kLanesPerHead;
   constexpr mma::Elem E = Fmt::kElem;
-  static_assert(kPvDimsPerWarp % kGroupDims == 0 && kMmaTile % mma::kN == 0, "tile shapes");
+  static_assert(kPvDimsPerWarp % kGroupDims == 0 && G::kQkTokPerWarp % mma::kN == 0, "tile shapes");
   require_warp_size();
 
   extern __shared__ __align__(16) unsigned char smem[];
@@ -66,6 +81,9 @@ __global__ void MLA_MMA_BOUNDS(Fmt) mla_mma_kernel(MlaDecodeArgs a, int tokens_p
 
   const int b = blockIdx.y, split = blockIdx.x, tid = threadIdx.x;
   const int lane = tid % W, warp = tid / W;
+  constexpr bool kOneTokGroup = G::kWarps == G::kQkRanges;  // then warp < 4: no index arithmetic
+  const int qk_range = kOneTokGroup ? warp : warp % G::kQkRanges;
+  const int qk_tok0 = kOneTokGroup ? 0 : (warp / G::kQkRanges) * G::kQkTokPerWarp;
   const int64_t kv_begin = a.kv_indptr[b], kv_end = a.kv_indptr[b + 1];
   const int64_t t0 = kv_begin + int64_t(split) * tokens_per_split;
   const int64_t left = kv_end - t0;
@@ -91,7 +109,7 @@ __global__ void MLA_MMA_BOUNDS(Fmt) mla_mma_kernel(MlaDecodeArgs a, int tokens_p
     for (int ks = 0; ks < kQkSteps; ++ks)
 #pragma unroll
       for (int r = 0; r < mma::kARows; ++r) {
-        const int dim = warp * kQkDimsPerWarp + ks * mma::kK + 4 * mma::a_kq(lane);
+        const int dim = qk_range * kQkDimsPerWarp + ks * mma::kK + 4 * mma::a_kq(lane);
         const uint2 raw = *reinterpret_cast<const uint2*>(q + mma::a_row(lane, r) * kDimQK + dim);
         qf[ks].row[r] = Fmt::convert_q(raw);
       }
@@ -115,23 +133,23 @@ __global__ void MLA_MMA_BOUNDS(Fmt) mla_mma_kernel(MlaDecodeArgs a, int tokens_p
     const unsigned char* st = stage_ptr(tile);
 
     {  // independent accumulators per n-tile keep several matrix instructions in flight
-      constexpr int kNT = kMmaTile / mma::kN;
+      constexpr int kNT = G::kQkTokPerWarp / mma::kN;
       mma::FragC c[kNT];
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt) c[nt] = mma::FragC{{0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
       for (int ks = 0; ks < kQkSteps; ++ks) {
-        const int dim = warp * kQkDimsPerWarp + ks * mma::kK + 4 * mma::b_kq(lane);
+        const int dim = qk_range * kQkDimsPerWarp + ks * mma::kK + 4 * mma::b_kq(lane);
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt) {
-          const mma::FragB kb = Fmt::qk_b(st, nt * mma::kN + mma::b_col(lane), dim);
+          const mma::FragB kb = Fmt::qk_b(st, qk_tok0 + nt * mma::kN + mma::b_col(lane), dim);
           if constexpr (Fmt::kBlockScaled) {  // per-token block scale, applied to each k-step's product
             mma::FragC t = {{0.f, 0.f, 0.f, 0.f}};
             mma::mma<E>(t, qf[ks], kb);
-            const int blk_dim = warp * kQkDimsPerWarp + ks * mma::kK;
+            const int blk_dim = qk_range * kQkDimsPerWarp + ks * mma::kK;
 #pragma unroll
             for (int i = 0; i < 4; ++i)
-              c[nt].v[i] += Fmt::qk_scale(st, nt * mma::kN + mma::c_col(lane, i), blk_dim) * t.v[i];
+              c[nt].v[i] += Fmt::qk_scale(st, qk_tok0 + nt * mma::kN + mma::c_col(lane, i), blk_dim) * t.v[i];
           } else {
             mma::mma<E>(c[nt], qf[ks], kb);
           }
@@ -141,7 +159,8 @@ __global__ void MLA_MMA_BOUNDS(Fmt) mla_mma_kernel(MlaDecodeArgs a, int tokens_p
       for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
         for (int i = 0; i < 4; ++i)
-          s_part[(warp * kHeads + mma::c_row(lane, i)) * kSRow + nt * mma::kN + mma::c_col(lane, i)] = c[nt].v[i];
+          s_part[(qk_range * kHeads + mma::c_row(lane, i)) * kSRow + qk_tok0 + nt * mma::kN + mma::c_col(lane, i)] =
+              c[nt].v[i];
     }
     __syncthreads();
 
@@ -153,7 +172,7 @@ __global__ void MLA_MMA_BOUNDS(Fmt) mla_mma_kernel(MlaDecodeArgs a, int tokens_p
         const int tok = sm_sub * kTokPerLane + j;
         float s = 0.f;
 #pragma unroll
-        for (int w = 0; w < kMmaWarps; ++w) s += s_part[(w * kHeads + sm_h) * kSRow + tok];
+        for (int w = 0; w < G::kQkRanges; ++w) s += s_part[(w * kHeads + sm_h) * kSRow + tok];
         x[j] = tok < valid ? s * qk_scale : -INFINITY;
         mx = fmaxf(mx, x[j]);
       }
@@ -233,7 +252,7 @@ __global__ void MLA_MMA_BOUNDS(Fmt) mla_mma_kernel(MlaDecodeArgs a, int tokens_p
 template <class Fmt>
 SplitPlan mma_plan(const MlaDecodeConfig& c) {
   const int per_cu = int(Fmt::kMaxSmemPerCu / MmaLayout<Fmt>::total);
-  return plan_splits(c.batch_size, c.kv_seq_len, current_device_shape().compute_units, per_cu < 1 ? 1 : per_cu, kMmaTile,
+  return plan_splits(c.batch_size, c.kv_seq_len, current_device_shape().compute_units, per_cu < 1 ? 1 : per_cu, Fmt::Geo::kTile,
                      128);
 }
 
@@ -257,7 +276,7 @@ void mma_launch(const MlaDecodeArgs& a, const char* name) {
   }();
   (void)attr_set;
   const Partials part = partials_in(a.workspace, a.cfg.batch_size, plan.splits);
-  const int threads = kMmaWarps * current_device_shape().warp_size;
+  const int threads = Fmt::Geo::kWarps * current_device_shape().warp_size;
   mla_mma_kernel<Fmt><<<dim3(plan.splits, a.cfg.batch_size), threads, smem>>>(a, plan.tokens_per_split, plan.splits,
                                                                              part);
   harness_check_launch(name);

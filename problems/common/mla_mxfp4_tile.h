@@ -1,4 +1,4 @@
-// Shared-memory tile of MXFP4 KV rows for the mla_decode matrix kernels (v4, v5): 32 rows of 288
+// Shared-memory tile of MXFP4 KV rows for the mla_decode matrix kernels (v4, v5, v7): Tile rows of 288
 // packed bytes (padded to 304, an odd multiple of 16 bytes), then their 18 scale bytes each
 // (padded to 20 so the copy moves whole words).
 #pragma once
@@ -7,7 +7,9 @@
 
 namespace mla_kernels {
 
+template <int Tile>
 struct Mxfp4Tile {
+  static constexpr int kMmaTile = Tile;
   static constexpr int kPackedBytes = kDimQK / 2;      // 288
   static constexpr int kScales = kDimQK / 32;          // 18
   static constexpr int kRowBytes = kPackedBytes + 16;  // 304

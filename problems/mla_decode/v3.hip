@@ -1,59 +1,20 @@
-// v3: split-KV flash decoding reading fp8 KV on matrix instructions (see mla_mma_decode.h).
-// fp8 bytes become f16 values equal to fp8 * 2^-8 by moving bits (exact, subnormals included);
-// the per-tensor scale and the 2^8 are folded into the logits' scale and into the output. Q is
-// converted once from bf16 to f16 (exact for |q| >= 2^-14). Tiles arrive through a 16-byte
-// cp.async pipeline on NVIDIA, plain copies elsewhere. Two launches at most: main + combine.
-#include "problems/common/mla_mma_decode.h"
+// v3: split-KV flash decoding reading fp8 KV on matrix instructions (mla_mma_decode.h with the fp8
+// format of mla_fp8_tile.h): four warps, 32-token tiles, fp8 -> f16 by moving bits. Tiles arrive
+// through a 16-byte cp.async pipeline on NVIDIA, plain copies elsewhere. Two launches at most:
+// main + combine.
+#include "problems/common/mla_fp8_tile.h"
 
 namespace {
 
 using namespace mla_kernels;
 
-struct KvFp8 {
-  static constexpr bool kBlockScaled = false;
-  static constexpr mma::Elem kElem = mma::Elem::f16;
-  static constexpr int kRowBytes = kDimQK + 16;  // 16-byte aligned, odd multiple of 16: no bank conflicts
-  static constexpr int kStageBytes = kMmaTile * kRowBytes;
+using KvFp8 = KvFp8Format<MmaGeo<4, 32>,
 #if defined(__HIP_PLATFORM_AMD__)
-  static constexpr int kStages = 2;
-  static constexpr size_t kMaxSmemPerCu = 64 * 1024;
+                          2,
 #else
-  static constexpr int kStages = 3;  // three blocks per SM: 12 warps to hide latency
-  static constexpr size_t kMaxSmemPerCu = 227 * 1024;
+                          3,  // three blocks per SM: 12 warps to hide latency
 #endif
-  static constexpr int kMinBlocks = 3;
-
-#if defined(HARNESS_GPU)
-  __device__ static float dequant(const MlaDecodeArgs& a) { return *a.kv_fp8_scale * 256.f; }
-  __device__ static uint16_t from_f32(float x) { return f32_to_f16_bits(x); }
-  __device__ static uint2 convert_q(uint2 bf16x4) {
-    auto cvt = [](uint32_t w) {
-      return pack16(f32_to_f16_bits(__uint_as_float(w << 16)), f32_to_f16_bits(__uint_as_float(w & 0xffff0000u)));
-    };
-    return make_uint2(cvt(bf16x4.x), cvt(bf16x4.y));
-  }
-  __device__ static void load_tile(const MlaDecodeArgs& a, unsigned char* st, int64_t row0, int rows_valid, int tid,
-                                   int nthreads) {
-    constexpr int kChunks = kDimQK / 16;
-    for (int c = tid; c < kMmaTile * kChunks; c += nthreads) {
-      const int r = c / kChunks, k = c % kChunks;
-      const int64_t src = row0 + (r < rows_valid ? r : rows_valid - 1);  // past the end: repeat a valid row
-      async_copy_16(st + r * kRowBytes + k * 16, a.kv_fp8 + src * kDimQK + k * 16);
-    }
-  }
-  // K fragment: dims dim..dim+3 of token tok.
-  __device__ static mma::FragB qk_b(const unsigned char* st, int tok, int dim) {
-    return fp8x4_to_f16x4_scaled(*reinterpret_cast<const uint32_t*>(st + tok * kRowBytes + dim));
-  }
-  // V fragments: out[j] holds dim + j of tokens tok0..tok0+3.
-  __device__ static void pv_b(const unsigned char* st, int tok0, int dim, mma::FragB out[4]) {
-    uint32_t w[4], t[4];
-    for (int r = 0; r < 4; ++r) w[r] = *reinterpret_cast<const uint32_t*>(st + (tok0 + r) * kRowBytes + dim);
-    transpose_bytes_4x4(w, t);
-    for (int j = 0; j < 4; ++j) out[j] = fp8x4_to_f16x4_scaled(t[j]);
-  }
-#endif
-};
+                          3, false>;
 
 size_t workspace_bytes(const MlaDecodeConfig& c) { return mma_workspace_bytes<KvFp8>(c); }
 void launch(const MlaDecodeArgs& a) { mma_launch<KvFp8>(a, "mla_mma_kernel<fp8>"); }

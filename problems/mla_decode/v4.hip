@@ -8,7 +8,8 @@ namespace {
 
 using namespace mla_kernels;
 
-struct KvMxfp4 : Mxfp4Tile {
+struct KvMxfp4 : Mxfp4Tile<32> {
+  using Geo = MmaGeo<4, 32>;
   static constexpr bool kBlockScaled = false;
   static constexpr mma::Elem kElem = mma::Elem::bf16;
 #if defined(__HIP_PLATFORM_AMD__)
