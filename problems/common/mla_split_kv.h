@@ -15,26 +15,31 @@ constexpr int kDimQK = 576;
 constexpr int kDimV = 512;
 constexpr int kMaxSplits = 128;
 
-// Splits for a shape: enough blocks to fill every compute unit (blocks_per_cu resident blocks each)
-// without a ragged last wave, each split at least min_tokens long and a multiple of tile tokens.
+// Splits for a shape, from a cost model in token-rows per block slot: a block costs its tokens plus
+// a fixed overhead (Q load, pipeline fill); with more than one split it also writes a 32 KB partial
+// (about 64 fp8 rows), and the combine reads them all back and costs a launch. Waves are counted
+// whole, so splitting pays off only while it fills the machine. Each split is a multiple of tile
+// tokens and at least min_tokens long, and none is empty.
 struct SplitPlan {
   int splits = 1;
   int tokens_per_split = 0;
 };
 inline SplitPlan plan_splits(int batch, int kv_len, int compute_units, int blocks_per_cu, int tile, int min_tokens) {
+  constexpr double kBlockOverhead = 32, kPartialRows = 64, kLaunchRows = 64;
   const int slots = std::max(1, compute_units * blocks_per_cu);
   const int max_splits = std::clamp(kv_len / std::max(1, min_tokens), 1, kMaxSplits);
   SplitPlan best{1, (kv_len + tile - 1) / tile * tile};
-  double best_eff = 0;
+  double best_cost = 0;
   for (int s = 1; s <= max_splits; ++s) {
     const int per = ((kv_len + s - 1) / s + tile - 1) / tile * tile;
     const int used = (kv_len + per - 1) / per;
     if (used != s) continue;  // a smaller count gives the same partition
-    const long blocks = long(batch) * used;
-    const long waves = (blocks + slots - 1) / slots;
-    const double eff = double(blocks) / double(waves * slots);
-    if (eff > best_eff + 0.02) {  // fewer splits win near-ties: less merge work
-      best_eff = eff;
+    const double blocks = double(batch) * used;
+    const double waves = std::ceil(blocks / slots);
+    double cost = waves * (per + kBlockOverhead);
+    if (used > 1) cost += waves * kPartialRows + blocks * kPartialRows / slots + kLaunchRows;
+    if (s == 1 || cost < best_cost) {
+      best_cost = cost;
       best = {used, per};
     }
   }
