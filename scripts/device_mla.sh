@@ -2,12 +2,12 @@
 # On the GPU machine, from a carried build dir: mla_decode variants through the harness, test mode
 # then benchmark mode, logs and JSON under $OUT, a table printed last.
 #   scripts/device_mla.sh [build-dir] [variants] [benchmark-variants]
-#   (defaults: build/mla-kernels-cuda, reference,v1,v2,v3,v4,v5, the same list; the directory must
+#   (defaults: build/mla-kernels-cuda, reference,v1,...,v7, the same list; the directory must
 #   hold the harness binary). TEST_TIMEOUT / BENCH_TIMEOUT: seconds per mode (default 280).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/mla-kernels-cuda}
-variants=${2:-reference,v1,v2,v3,v4,v5}
+variants=${2:-reference,v1,v2,v3,v4,v5,v6,v7}
 bench_variants=${3:-$variants}
 out=${OUT:-/tmp/device_mla}
 mkdir -p "$out"
