@@ -31,7 +31,9 @@ MOE_TIME=${MOE_TIME:-$MOE_ALL}
 
 echo "== golden (torch reference against the official vectors) while every submission compiles" >&2
 ( timeout 120 python3 scripts/export_check.py --golden tests/data/golden > "$out/golden.log" 2>&1
-  echo "golden rc $? ($(tail -1 "$out/golden.log"))" >&2 ) &
+  echo "golden rc $? ($(tail -1 "$out/golden.log"))" >&2
+  timeout 60 python3 scripts/export_check.py --smoke > "$out/smoke.log" 2>&1
+  echo "smoke rc $? ($(tail -1 "$out/smoke.log"))" >&2 ) &
 # The official compile step: run the file once (load_inline builds and caches the extension).
 for f in "$subs"/*.py; do
   n=$(basename "$f" .py)

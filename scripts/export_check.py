@@ -37,6 +37,7 @@ MOE_BENCH = [(7168, 256, 256, 8, 1, 16, 9371), (7168, 256, 256, 8, 1, 128, 2291)
 TOLERANCE = {"mla_decode": (0.1, 0.1, 0.05), "moe_mxfp4": (5e-2, 5e-2, 0.0)}  # rtol, atol, allowed fraction
 
 E2M1_VALUES = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+DEVICE = "cuda"  # where inputs are generated and golden checks run (--device)
 
 
 def pad_to(x, a):
@@ -152,16 +153,16 @@ def shuffle_scales(s):
 
 # ---------------------------------------------------------------- mla_decode
 def mla_generate(bs, kv_len, seed):
-    gen = torch.Generator(device="cuda")
+    gen = torch.Generator(device=DEVICE)
     gen.manual_seed(seed)
-    q = torch.randn((bs, MLA_HEADS, MLA_D), dtype=torch.bfloat16, device="cuda", generator=gen)
-    kv = torch.randn((bs * kv_len, 1, MLA_D), dtype=torch.bfloat16, device="cuda", generator=gen)
+    q = torch.randn((bs, MLA_HEADS, MLA_D), dtype=torch.bfloat16, device=DEVICE, generator=gen)
+    kv = torch.randn((bs * kv_len, 1, MLA_D), dtype=torch.bfloat16, device=DEVICE, generator=gen)
     kv_fp8, kv_fp8_scale = fp8_per_tensor(kv)
     packed, scales = mxfp4_dynamic(kv.view(-1, MLA_D).float())
     kv_data = {"bf16": kv, "fp8": (kv_fp8, kv_fp8_scale),
                "mxfp4": (packed.view(bs * kv_len, 1, MLA_D // 2), pad_scales(scales))}
-    qo_indptr = torch.arange(bs + 1, dtype=torch.int32, device="cuda")
-    kv_indptr = torch.arange(bs + 1, dtype=torch.int32, device="cuda") * kv_len
+    qo_indptr = torch.arange(bs + 1, dtype=torch.int32, device=DEVICE)
+    kv_indptr = torch.arange(bs + 1, dtype=torch.int32, device=DEVICE) * kv_len
     config = {"batch_size": bs, "num_heads": MLA_HEADS, "num_kv_heads": 1, "qk_head_dim": MLA_D,
               "kv_lora_rank": 512, "qk_rope_head_dim": 64, "v_head_dim": MLA_DV, "q_seq_len": 1,
               "kv_seq_len": kv_len, "sm_scale": 1.0 / math.sqrt(MLA_D)}
@@ -180,21 +181,21 @@ def mla_reference(data):
 
 # ---------------------------------------------------------------- moe_mxfp4
 def moe_generate(d_hidden, d_expert, n_routed, k, n_shared, bs, seed):
-    gen = torch.Generator(device="cuda")
+    gen = torch.Generator(device=DEVICE)
     gen.manual_seed(seed)
     e_total, m = n_routed + n_shared, bs
-    hidden = torch.randn((m, d_hidden), dtype=torch.bfloat16, device="cuda", generator=gen)
-    router = torch.randn((n_routed, d_hidden), dtype=torch.bfloat16, device="cuda", generator=gen) / math.sqrt(d_hidden)
+    hidden = torch.randn((m, d_hidden), dtype=torch.bfloat16, device=DEVICE, generator=gen)
+    router = torch.randn((n_routed, d_hidden), dtype=torch.bfloat16, device=DEVICE, generator=gen) / math.sqrt(d_hidden)
     scores = F.linear(hidden, router).softmax(dim=-1)
     w_routed, ids_routed = torch.topk(scores, k=k, dim=-1, sorted=False)
-    shared_ids = torch.arange(n_routed, e_total, dtype=torch.int32, device="cuda").unsqueeze(0).expand(m, -1)
+    shared_ids = torch.arange(n_routed, e_total, dtype=torch.int32, device=DEVICE).unsqueeze(0).expand(m, -1)
     topk_ids = torch.cat([ids_routed.to(torch.int32), shared_ids], dim=-1).contiguous()
     topk_weights = torch.cat([w_routed.to(torch.float32),
-                              torch.ones((m, n_shared), dtype=torch.float32, device="cuda")], dim=-1).contiguous()
+                              torch.ones((m, n_shared), dtype=torch.float32, device=DEVICE)], dim=-1).contiguous()
     gu_q, gu_s, dn_q, dn_s = [], [], [], []
     for _ in range(e_total):  # one expert at a time keeps the float32 temporaries small
-        gu = torch.randn((2 * d_expert, d_hidden), dtype=torch.bfloat16, device="cuda", generator=gen) / math.sqrt(d_hidden)
-        dn = torch.randn((d_hidden, d_expert), dtype=torch.bfloat16, device="cuda", generator=gen) / math.sqrt(d_expert)
+        gu = torch.randn((2 * d_expert, d_hidden), dtype=torch.bfloat16, device=DEVICE, generator=gen) / math.sqrt(d_hidden)
+        dn = torch.randn((d_hidden, d_expert), dtype=torch.bfloat16, device=DEVICE, generator=gen) / math.sqrt(d_expert)
         for (q, s), qs, ss in ((mxfp4_per1x32(gu.float()), gu_q, gu_s), (mxfp4_per1x32(dn.float()), dn_q, dn_s)):
             qs.append(q)
             ss.append(s)
@@ -354,7 +355,7 @@ def _load_tensor(folder, meta):
     if meta["dtype"] == "bf16":
         t = t.view(torch.bfloat16)
     shape = list(meta["shape"])
-    return t.reshape(shape).to(GOLDEN_DEVICE)
+    return t.reshape(shape).to(DEVICE)
 
 
 def _case(folder):
@@ -366,13 +367,9 @@ def _same(a, b):
     return a.shape == b.shape and bool((a.view(torch.uint8) == b.view(torch.uint8)).all())
 
 
-GOLDEN_DEVICE = "cuda"
-
-
-def golden_checks(root, device):
-    global GOLDEN_DEVICE
-    GOLDEN_DEVICE = device
+def golden_checks(root):
     torch.backends.cuda.matmul.allow_tf32 = False
+    device = DEVICE
     checks = []
 
     def record(name, ok, detail=""):
@@ -435,6 +432,56 @@ def golden_checks(root, device):
     return 0 if all(checks) else 1
 
 
+def smoke():
+    """Tiny inputs of both problems through generation and reference: layouts, dtypes, invariants."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    checks = []
+
+    def record(name, ok, detail=""):
+        checks.append(bool(ok))
+        print(f"{'pass' if ok else 'FAIL'}  {name}  {detail}", flush=True)
+
+    has_fp8 = hasattr(torch, "float8_e4m3fn")
+    global fp8_per_tensor
+    real_fp8 = fp8_per_tensor
+    if not has_fp8:  # old torch: a stand-in so the rest of the generator runs
+        fp8_per_tensor = lambda x: (torch.zeros(x.shape, dtype=torch.uint8, device=x.device),
+                                    torch.ones(1, device=x.device))
+    try:
+        data = mla_generate(3, 96, 7)
+    finally:
+        fp8_per_tensor = real_fp8
+    q, kv_data, qo, kvp, cfg = data
+    kv = kv_data["bf16"]
+    record("mla shapes and dtypes", q.shape == (3, 16, 576) and kv.shape == (288, 1, 576) and
+           kv_data["mxfp4"][0].shape == (288, 1, 288) and kv_data["mxfp4"][1].shape == (512, 24) and
+           kv_data["fp8"][1].shape == (1,) and qo.dtype == torch.int32 and int(kvp[-1]) == 288)
+    deq = mxfp4_dequant(kv_data["mxfp4"][0].view(288, 288), kv_data["mxfp4"][1]).view(288, 1, 576)
+    rel = float(torch.linalg.vector_norm(deq - kv.float()) / torch.linalg.vector_norm(kv.float()))
+    record("mla MXFP4 KV dequantizes close to the bf16 KV", 0.02 < rel < 0.2, f"rel-L2 {rel:.3f}")
+    ref = mla_reference(data).double()
+    qd, kd = q.double(), kv.double().view(3, 96, 576)
+    p = torch.softmax(torch.einsum("bhd,btd->bht", qd, kd) * cfg["sm_scale"], dim=-1)
+    exact = torch.einsum("bht,btd->bhd", p, kd[:, :, :512])
+    rel = float(torch.linalg.vector_norm(ref - exact) / torch.linalg.vector_norm(exact))
+    record("mla fp32 reference vs float64", rel < 4e-3, f"rel-L2 {rel:.2e}")
+
+    data = moe_generate(256, 256, 6, 3, 1, 9, 11)
+    hidden, gu, dn, gus, dns, gush, dnsh, gussh, dnssh, tw, ti, cfg = data
+    record("moe shapes and dtypes", hidden.shape == (9, 256) and gu.shape == (7, 512, 128) and
+           dn.shape == (7, 256, 128) and gus.shape == (7 * 512, 8) and dns.shape == (7 * 256, 8) and
+           gussh.shape == (3584, 8) and tw.shape == (9, 4) and ti.dtype == torch.int32 and
+           bool((ti[:, -1] == 6).all()) and bool((tw[:, -1] == 1).all()) and float(tw[:, :3].sum(-1).max()) < 1)
+    record("moe routed ids distinct per token", all(len(set(r[:3])) == 3 for r in ti.tolist()))
+    inv = gush.view(7, 32, 4, 2, 16, 16).permute(0, 1, 4, 2, 3, 5).reshape(7, 512, 128)
+    record("moe weight shuffle is a permutation of the raw bytes", bool((inv == gu).all()))
+    out = moe_reference(data)
+    record("moe reference finite and not zero", bool(torch.isfinite(out.float()).all()) and
+           float(out.float().abs().mean()) > 1e-3, f"mean |out| {float(out.float().abs().mean()):.3f}")
+    print(f"smoke: {sum(checks)} passed, {len(checks) - sum(checks)} failed", flush=True)
+    return 0 if all(checks) else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("submissions", nargs="*", help="exported submission files")
@@ -448,10 +495,16 @@ def main():
     ap.add_argument("--spin-ms", type=float, default=2.0)
     ap.add_argument("--json", default="")
     ap.add_argument("--golden", default="", help="check the torch reference against this golden folder instead")
-    ap.add_argument("--device", default="cuda", help="device of the --golden checks (cpu works too)")
+    ap.add_argument("--device", default="cuda", help="device of --golden and --smoke (cpu works too)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="generate tiny inputs of both problems and check the references (no submission)")
     args = ap.parse_args()
+    global DEVICE
+    DEVICE = args.device
     if args.golden:
-        return golden_checks(args.golden, args.device)
+        return golden_checks(args.golden)
+    if args.smoke:
+        return smoke()
     if not args.problem or not args.submissions:
         ap.error("--problem and at least one submission are required (or --golden)")
     return run_checks(args)
