@@ -30,6 +30,7 @@ TEST_CASE("mla split plan fills an H200 at small batch and does not split a full
   CHECK(big.splits == 1);
   const auto mid = plan_splits(32, 8192, 132, 2, 32, 128);
   CHECK(mid.splits * 32 >= 240);  // at least ~one full wave of blocks
+  CHECK(plan_splits(4, 0, 132, 2, 32, 128).splits == 1);
   CHECK(mla_kernels::partials_bytes(256, 1) == 0);
   CHECK(mla_kernels::partials_bytes(4, 64) == size_t(4) * 64 * 16 * 513 * sizeof(float));
 }

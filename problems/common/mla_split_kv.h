@@ -26,6 +26,7 @@ struct SplitPlan {
 };
 inline SplitPlan plan_splits(int batch, int kv_len, int compute_units, int blocks_per_cu, int tile, int min_tokens) {
   constexpr double kBlockOverhead = 32, kPartialRows = 64, kLaunchRows = 64;
+  if (kv_len <= 0) return {1, tile};
   const int slots = std::max(1, compute_units * blocks_per_cu);
   const int max_splits = std::clamp(kv_len / std::max(1, min_tokens), 1, kMaxSplits);
   SplitPlan best{1, (kv_len + tile - 1) / tile * tile};
