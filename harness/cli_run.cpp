@@ -171,6 +171,11 @@ int run_command(RunArgs& a) {
   for (const auto& name : a.variants) variants.push_back(&require_variant(p, name));
   if (variants.empty()) throw UsageError("no variant given (--variant name[,name...])");
   const RunOptions o = to_run_options(a, p, mode);  // validates --shapes
+  if (!a.json_path.empty()) {
+    const auto dir = std::filesystem::path(a.json_path).parent_path();
+    if (!dir.empty() && !std::filesystem::is_directory(dir))
+      throw UsageError("--json " + a.json_path + ": directory " + dir.string() + " does not exist");
+  }
 
   if (!a.worker_result.empty()) {
     if (variants.size() != 1) throw UsageError("--worker runs exactly one variant");

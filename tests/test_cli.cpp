@@ -67,6 +67,7 @@ TEST_CASE("cli: usage errors are one line naming the valid choices, exit code 2"
   check_usage_error("run mla_decode --variant cpu --bogus", "--bogus");
   check_usage_error("run mla_decode", "--variant");
   check_usage_error("run mla_decode --variant cpu --seed minus", "--seed");
+  check_usage_error("run mla_decode --variant cpu --json /nonexistent-dir/r.json", "does not exist");
 }
 
 TEST_CASE("cli: a GPU variant on a cpu build is a usage error") {
