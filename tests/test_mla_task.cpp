@@ -321,3 +321,84 @@ TEST_CASE("measure: mla_decode strict limits on the spec test shapes", "[.][meas
     CHECK(e_mx_q4 < p.strict_rel_l2_limit(kReadsMx));
   }
 }
+
+#if defined(HARNESS_WITH_GPU)
+#include <chrono>
+#include <mutex>
+
+#include "harness/device.hpp"
+#include "harness/gpu/device_generators.hpp"
+#include "problems/mla_decode/generate.h"
+
+// The engine's test compares small shapes byte for byte; this one covers the largest test shape
+// (2M KV rows: the amax reduction across thousands of blocks, 64-bit indexing) on sampled rows.
+TEST_CASE("mla task: GPU generation of the largest test shape is fast and matches the per-element rules") {
+  const auto& p = mla_problem();
+  REQUIRE(harness::gpu::find_device_generator("mla_decode") != nullptr);
+  auto dev = harness::make_gpu_device(0);
+  const auto s = p.test_shapes().back();
+  REQUIRE(s.get("bs") == 256);
+  std::vector<harness::DeviceBuffer> bufs;
+  harness::TensorPtrs ptrs;
+  for (const auto& spec : p.input_specs(s)) {
+    bufs.emplace_back(*dev, spec.bytes());
+    dev->fill(bufs.back().get(), 0xa5, spec.bytes());
+    ptrs[spec.name] = bufs.back().get();
+  }
+  dev->generate_inputs(p, s, s.seed, ptrs);  // warm-up (module load)
+  dev->synchronize();
+  const auto t0 = std::chrono::steady_clock::now();
+  dev->generate_inputs(p, s, s.seed, ptrs);
+  dev->synchronize();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO("GPU generation of bs 256 kv 8192: " << secs << " s");
+  CHECK(secs < 2.0);
+
+  const auto specs = p.input_specs(s);
+  auto download = [&](const std::string& name) {
+    const auto it = std::find_if(specs.begin(), specs.end(), [&](const auto& sp) { return sp.name == name; });
+    REQUIRE(it != specs.end());
+    harness::HostTensor t(*it);
+    dev->download(t.data.data(), ptrs.at(name), t.data.size());
+    return t;
+  };
+  const auto q = download("q"), kv = download("kv_bf16"), fp8 = download("kv_fp8"), mx = download("kv_mxfp4"),
+             mxs = download("kv_mxfp4_scale"), scale = download("kv_fp8_scale"), kvp = download("kv_indptr");
+  const uint64_t seed = s.seed;
+  int64_t q_bad = 0;
+  for (int64_t i = 0; i < q.spec.numel(); ++i) q_bad += q.as<uint16_t>()[i] != mla_gen::q_bits(seed, uint64_t(i));
+  CHECK(q_bad == 0);
+
+  const int64_t rows = kv.spec.shape[0];
+  std::mutex m;
+  float amax = 0;
+  mla::parallel_for(rows, [&](int64_t b, int64_t e) {
+    float local = 0;
+    for (int64_t i = b * 576; i < e * 576; ++i) local = std::max(local, mla_gen::abs_value(kv.as<uint16_t>()[i]));
+    std::lock_guard<std::mutex> lock(m);
+    amax = std::max(amax, local);
+  });
+  CHECK(amax > 4.0f);
+  CHECK(*scale.as<float>() == mla_gen::fp8_scale_from_amax(amax));
+
+  int64_t bad = 0;
+  std::vector<int64_t> sample{0, 1, rows / 2, rows - 1};
+  for (int64_t k = 0; k < 2000; ++k) sample.push_back((k * 1000003) % rows);
+  for (int64_t r : sample) {
+    const uint16_t* row = kv.as<uint16_t>() + r * 576;
+    for (int d = 0; d < 576; ++d) {
+      bad += row[d] != mla_gen::kv_bits(seed, uint64_t(r * 576 + d));
+      bad += fp8.as<uint8_t>()[r * 576 + d] != mla_gen::fp8_code(row[d], *scale.as<float>());
+    }
+    for (int blk = 0; blk < 18; ++blk) {
+      uint8_t packed[16], sb;
+      mla_gen::mxfp4_block(row + blk * 32, packed, &sb);
+      bad += mxs.as<uint8_t>()[r * 24 + blk] != sb;
+      for (int j = 0; j < 16; ++j) bad += mx.as<uint8_t>()[r * 288 + blk * 16 + j] != packed[j];
+    }
+    for (int c = 18; c < 24; ++c) bad += mxs.as<uint8_t>()[r * 24 + c] != 0;
+  }
+  CHECK(bad == 0);
+  CHECK(kvp.as<int32_t>()[256] == 256 * 8192);
+}
+#endif
