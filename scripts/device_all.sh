@@ -37,7 +37,7 @@ step mla_bench 80 "$h" run mla_decode --variant "${MLA_BENCH:-v2,v3,v5,v6,v7}" -
 step moe_bench 70 "$h" run moe_mxfp4 --variant "${MOE_BENCH:-v2,v3}" --mode benchmark --json "$out/moe_bench.json"
 if [[ -d "$dir/submissions" ]]; then
   MLA_TIME=v3 MOE_TIME=v3 MLA_BENCH=0,3,7 MOE_BENCH=0,3 CHECK_MAX_S=3 HARNESS_TIMEOUT=40 \
-    step export 100 scripts/device_export.sh "$dir"
+    step export 200 scripts/device_export.sh "$dir"
 fi
 step mla_leaderboard 25 "$h" run mla_decode --variant v3 --mode leaderboard --json "$out/mla_leaderboard.json"
 step moe_leaderboard 25 "$h" run moe_mxfp4 --variant v3 --mode leaderboard --shapes 0,3 --json "$out/moe_leaderboard.json"
@@ -51,4 +51,8 @@ python3 scripts/summarize_results.py "$out"/mla_test.json "$out"/moe_test.json "
 tail -n 40 "$out/export.log" 2>/dev/null > "$out/export_tail.txt"
 cat "$out/summary.txt"
 cat "$out/export_tail.txt"
-printf '%s\n' "${summary[@]}"
+printf '%s\n' "${summary[@]}" | tee "$out/steps.txt"
+# The device tool returns at most 8 files: everything travels as one archive.
+if [[ -n "${OUT:-}" ]]; then
+  tar czf /tmp/device_all.tgz -C "$out" . && find "$out" -mindepth 1 -delete && mv /tmp/device_all.tgz "$out/"
+fi

@@ -19,6 +19,9 @@ mkdir -p "$out"
 subs="$dir/submissions"
 h="$dir/harness"
 export PYTHONUNBUFFERED=1
+# A fresh extension cache per run: a run killed while torch held its build lock left the next run
+# waiting on that lock for its whole time limit (seen on the H200, 2026-11-29).
+export TORCH_EXTENSIONS_DIR=${TORCH_EXTENSIONS_DIR:-$(mktemp -d /tmp/torch_ext.XXXXXX)}
 { nvidia-smi -L 2>/dev/null; python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)';
   nvcc --version 2>/dev/null | tail -1; git rev-parse --short HEAD 2>/dev/null; } > "$out/device.txt" 2>&1
 cat "$out/device.txt" >&2
