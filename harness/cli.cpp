@@ -23,20 +23,6 @@ std::string one_line(std::string s) {
   return s;
 }
 
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s + ",") {
-    if (c == ',') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else if (c != ' ') {
-      cur += c;
-    }
-  }
-  return out;
-}
-
 int usage_error(const std::string& msg) {
   std::fprintf(stderr, "harness: error: %s\n", one_line(msg).c_str());
   return kExitUsage;
@@ -90,7 +76,7 @@ const Problem& require_problem(const std::string& name) {
 
 std::vector<std::string> uncompiled_gpu_variants(const std::string& problem) {
   std::vector<std::string> out;
-  for (const auto& entry : split_commas(build_info().all_gpu_variants)) {
+  for (const auto& entry : split_list(build_info().all_gpu_variants)) {
     const auto colon = entry.find(':');
     if (colon == std::string::npos || entry.substr(0, colon) != problem) continue;
     const auto name = entry.substr(colon + 1);
@@ -118,7 +104,7 @@ std::vector<int> parse_shape_list(const std::string& spec, std::size_t count, co
     for (std::size_t i = 0; i < count; ++i) out.push_back(static_cast<int>(i));
     return out;
   }
-  for (const auto& tok : split_commas(spec)) {
+  for (const auto& tok : split_list(spec)) {
     std::size_t used = 0;
     long v = -1;
     try {

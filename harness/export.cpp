@@ -253,20 +253,6 @@ std::string literal_contents(const std::string& arg) {
   return out;
 }
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s + ",") {
-    if (c == ',') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else if (!std::isspace(static_cast<unsigned char>(c))) {
-      cur += c;
-    }
-  }
-  return out;
-}
-
 std::string macro_for(const std::string& problem) {
   if (problem == "mla_decode") return "MLA_DECODE_VARIANT";
   if (problem == "moe_mxfp4") return "MOE_MXFP4_VARIANT";

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "harness/atomic_file.hpp"
+#include "harness/results.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -199,15 +200,6 @@ std::string shape_label(const json& s) {
   throw LeaderboardError("results: a shape has no label");
 }
 
-std::string utc_now_iso() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 }  // namespace
 
 Entry make_entry(const json& r, const json& header) {
@@ -221,7 +213,7 @@ Entry make_entry(const json& r, const json& header) {
   e.mode = pick_string(r, {{"mode"}}, "benchmark");
   e.commit = pick_string(r, {{"build", "git_commit"}, {"git_commit"}, {"commit"}},
                          pick_string(header, {{"build", "git_commit"}}));
-  e.date = pick_string(r, {{"date"}}, pick_string(header, {{"date"}}, utc_now_iso()));
+  e.date = pick_string(r, {{"date"}}, pick_string(header, {{"date"}}, utc_now_iso8601()));
   e.harness_version = pick_string(r, {{"harness_version"}}, pick_string(header, {{"harness_version"}}));
   e.flush_bytes = pick_number(r, {{"timing", "flush_bytes"}, {"options", "flush_bytes"}, {"flush_bytes"}});
   e.bandwidth_bytes_per_s = pick_number(r, {{"device", "bandwidth_bytes_per_s"}});

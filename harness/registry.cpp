@@ -1,3 +1,4 @@
+#include <cctype>
 #include <stdexcept>
 
 #include "harness/problem.hpp"
@@ -16,16 +17,15 @@ const VariantEntry* find_variant(const std::string& problem, const std::string& 
   return nullptr;
 }
 
-std::vector<std::string> split_reads(const char* s) {
+std::vector<std::string> split_list(std::string_view s) {
   std::vector<std::string> out;
   std::string cur;
-  for (const char* p = s; ; ++p) {
-    if (*p == ',' || *p == '\0') {
+  for (std::size_t i = 0; i <= s.size(); ++i) {
+    if (i == s.size() || s[i] == ',') {
       if (!cur.empty()) out.push_back(cur);
       cur.clear();
-      if (*p == '\0') break;
-    } else if (*p != ' ') {
-      cur += *p;
+    } else if (!std::isspace(static_cast<unsigned char>(s[i]))) {
+      cur += s[i];
     }
   }
   return out;

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace harness {
@@ -29,7 +30,8 @@ struct VariantEntry {
 
 std::vector<VariantEntry>& variant_registry();
 const VariantEntry* find_variant(const std::string& problem, const std::string& name);
-std::vector<std::string> split_reads(const char* comma_separated);
+// "a, b,,c" -> {"a","b","c"}: comma-separated names, whitespace and empty items dropped.
+std::vector<std::string> split_list(std::string_view comma_separated);
 
 struct VariantRegistrar {
   explicit VariantRegistrar(VariantEntry e) { variant_registry().push_back(std::move(e)); }
@@ -44,7 +46,7 @@ struct VariantRegistrar {
 // READS: comma-separated input names in one string literal, e.g. "q,kv_fp8,kv_fp8_scale".
 #define HARNESS_REGISTER_VARIANT(PROBLEM, CFG_T, ARGS_T, NAME, BACKEND, DESC, READS, WS_FN, LAUNCH_FN, FLAGS) \
   static ::harness::VariantRegistrar HARNESS_CONCAT(harness_variant_registrar_, __LINE__)(           \
-      ::harness::VariantEntry{PROBLEM, NAME, DESC, BACKEND, ::harness::split_reads(READS),              \
+      ::harness::VariantEntry{PROBLEM, NAME, DESC, BACKEND, ::harness::split_list(READS),              \
                               [](const void* c) -> std::size_t {                                        \
                                 return WS_FN(*static_cast<const CFG_T*>(c));                            \
                               },                                                                        \
