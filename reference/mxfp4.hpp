@@ -3,6 +3,10 @@
 #pragma once
 #include <stdint.h>
 
+#include <array>
+
+#include "reference/numerics.hpp"
+
 namespace numerics {
 
 // x: rows x cols floats (cols a multiple of 32). packed: rows x cols/2 bytes (low nibble = even
@@ -25,5 +29,18 @@ inline int64_t pad_to(int64_t v, int64_t multiple) { return (v + multiple - 1) /
 void shuffle_scales(const uint8_t* src, int64_t m, int64_t n, uint8_t* dst);
 // Inverse: the padded shuffled array -> the [m, n] scales.
 void unshuffle_scales(const uint8_t* src, int64_t m, int64_t n, uint8_t* dst);
+
+
+// Both e2m1 values of a packed byte (low nibble = even element) as T, for host dot products.
+template <class T>
+struct E2m1ByteLut {
+  std::array<T, 256> lo{}, hi{};
+  E2m1ByteLut() {
+    for (int b = 0; b < 256; ++b) {
+      lo[b] = e2m1_to_f32(static_cast<uint8_t>(b & 0xF));
+      hi[b] = e2m1_to_f32(static_cast<uint8_t>(b >> 4));
+    }
+  }
+};
 
 }  // namespace numerics

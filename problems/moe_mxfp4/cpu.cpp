@@ -5,19 +5,12 @@
 
 #include "problems/moe_mxfp4/host_threads.hpp"
 #include "problems/moe_mxfp4/moe_api.h"
+#include "reference/mxfp4.hpp"
 #include "reference/numerics.hpp"
 
 namespace {
 
-struct ByteLutF32 {
-  std::array<float, 256> lo{}, hi{};
-  ByteLutF32() {
-    for (int b = 0; b < 256; ++b) {
-      lo[b] = numerics::e2m1_to_f32(static_cast<uint8_t>(b & 0xF));
-      hi[b] = numerics::e2m1_to_f32(static_cast<uint8_t>(b >> 4));
-    }
-  }
-};
+using ByteLutF32 = numerics::E2m1ByteLut<float>;
 
 float dot_row(const ByteLutF32& lut, const float* x, const uint8_t* packed, const uint8_t* scales, int k_len) {
   float acc = 0.0f;

@@ -7,21 +7,13 @@
 #include <string>
 
 #include "problems/moe_mxfp4/host_threads.hpp"
+#include "reference/mxfp4.hpp"
 #include "reference/numerics.hpp"
 
 namespace moe_task {
 namespace {
 
-// Both e2m1 values of a packed byte (low nibble = even element), as doubles.
-struct ByteLut {
-  std::array<double, 256> lo{}, hi{};
-  ByteLut() {
-    for (int b = 0; b < 256; ++b) {
-      lo[b] = numerics::e2m1_to_f32(static_cast<uint8_t>(b & 0xF));
-      hi[b] = numerics::e2m1_to_f32(static_cast<uint8_t>(b >> 4));
-    }
-  }
-};
+using ByteLut = numerics::E2m1ByteLut<double>;
 
 double e8m0_scale(uint8_t s) { return std::ldexp(1.0, static_cast<int>(s) - 127); }
 
