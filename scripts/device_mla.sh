@@ -21,30 +21,4 @@ echo "== benchmark mode" >&2
 timeout "${BENCH_TIMEOUT:-280}" "$h" run mla_decode --variant "$bench_variants" --mode benchmark --json "$out/mla_bench.json" > "$out/mla_bench.log" 2>&1
 echo "benchmark rc $?" >&2
 
-python3 - "$out/mla_test.json" "$out/mla_bench.json" <<'PY'
-import json, sys
-
-def shapes(doc):
-    runs = doc.get("runs", []) if isinstance(doc, dict) else doc
-    for r in runs:
-        for s in r.get("shapes", []):
-            yield r.get("variant", "?"), r.get("status", "?"), s
-
-def fmt(x, f):
-    return "-" if x is None else f.format(x)
-
-for path in sys.argv[1:]:
-    try:
-        doc = json.load(open(path))
-    except Exception as e:
-        print(f"{path}: unreadable ({e})")
-        continue
-    print(f"\n{path}")
-    print(f"{'variant':10s} {'shape':16s} {'status':7s} {'mean us':>9s} {'%BW':>6s} {'official':>9s} {'relL2':>9s} {'maxabs':>9s}  reason")
-    for v, st, s in shapes(doc):
-        off, strict = s.get("official") or {}, s.get("strict") or {}
-        mean = s.get("mean_ns")
-        print(f"{v:10s} {s.get('label', '?'):16s} {s.get('status', st):7s} {fmt(mean and mean / 1e3, '{:9.2f}')} "
-              f"{fmt(s.get('pct_bandwidth'), '{:6.1f}')} {fmt(off.get('fraction'), '{:9.4f}')} "
-              f"{fmt(strict.get('rel_l2'), '{:9.2e}')} {fmt(strict.get('max_abs'), '{:9.2e}')}  {s.get('reason', '')[:60]}")
-PY
+python3 scripts/summarize_results.py "$out/mla_test.json" "$out/mla_bench.json"

@@ -21,26 +21,4 @@ timeout ${BENCH_TIMEOUT:-280} "$h" run moe_mxfp4 --variant "$variants" --mode be
   > "$out/moe_bench.log" 2>&1
 echo "benchmark rc $?" >&2
 
-python3 - "$out/moe_test.json" "$out/moe_bench.json" <<'PY'
-import json, sys
-
-def fmt(x, f):
-    return "-" if x is None else f.format(x)
-
-for path in sys.argv[1:]:
-    try:
-        doc = json.load(open(path))
-    except Exception as e:
-        print(f"{path}: unreadable ({e})")
-        continue
-    print(f"\n{path}")
-    print(f"{'variant':10s} {'shape':44s} {'status':7s} {'mean us':>9s} {'%BW':>6s} {'mism':>6s} {'relL2':>9s} {'maxabs':>9s}  reason")
-    for r in doc.get("runs", []):
-        for s in r.get("shapes", []):
-            off, strict = s.get("official") or {}, s.get("strict") or {}
-            mean = s.get("mean_ns")
-            print(f"{r.get('variant', '?'):10s} {s.get('label', '?')[:44]:44s} {s.get('status', '?'):7s} "
-                  f"{fmt(mean and mean / 1e3, '{:9.1f}')} {fmt(s.get('pct_bandwidth'), '{:6.1f}')} "
-                  f"{fmt(off.get('mismatches'), '{:6d}')} {fmt(strict.get('rel_l2'), '{:9.2e}')} "
-                  f"{fmt(strict.get('max_abs'), '{:9.2e}')}  {str(s.get('reason', ''))[:50]}")
-PY
+python3 scripts/summarize_results.py "$out/moe_test.json" "$out/moe_bench.json"
