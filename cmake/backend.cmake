@@ -1,4 +1,13 @@
 # Backend selection: how .hip sources are compiled and which runtime is linked.
+#
+# GPU sources are compiled with the per-thread default queue: <<<...>>> launches and runtime calls on
+# queue 0 go to it. In this single-threaded process it orders work exactly like the legacy default queue
+# the official runner uses, and unlike the legacy one it can be captured, which `harness run --graph`
+# needs. Exported submissions are compiled by PyTorch and keep the legacy queue.
+option(HARNESS_PER_THREAD_DEFAULT_QUEUE "compile GPU sources with the per-thread default queue" ON)
+if(HARNESS_PER_THREAD_DEFAULT_QUEUE AND NOT HARNESS_BACKEND STREQUAL "cpu")
+  add_compile_definitions(HARNESS_PER_THREAD_DEFAULT_QUEUE=1)  # seen by host sources and tests too
+endif()
 if(HARNESS_BACKEND STREQUAL "cpu")
   function(harness_add_gpu_sources target sources)
   endfunction()
@@ -25,6 +34,9 @@ elseif(HARNESS_BACKEND STREQUAL "cuda")
     target_sources(${target} PRIVATE ${sources})
     target_compile_options(${target} PRIVATE
       $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -lineinfo -Xcompiler=-Wall>)
+    if(HARNESS_PER_THREAD_DEFAULT_QUEUE)
+      target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--default-stream=per-thread>)
+    endif()
   endfunction()
   function(harness_link_gpu_runtime target)
     set_target_properties(${target} PROPERTIES CUDA_RUNTIME_LIBRARY Static LINKER_LANGUAGE CUDA)
@@ -44,6 +56,9 @@ elseif(HARNESS_BACKEND STREQUAL "hip")
     function(harness_add_gpu_sources target sources)
       set_source_files_properties(${sources} PROPERTIES LANGUAGE HIP)
       target_sources(${target} PRIVATE ${sources})
+      if(HARNESS_PER_THREAD_DEFAULT_QUEUE)
+        target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:HIP>:-fgpu-default-stream=per-thread>)
+      endif()
     endfunction()
     function(harness_link_gpu_runtime target)
       target_link_libraries(${target} PRIVATE hip::host)
@@ -52,8 +67,11 @@ elseif(HARNESS_BACKEND STREQUAL "hip")
     set(HARNESS_ROCM_PATH "/usr" CACHE PATH "ROCm prefix (Debian: /usr)")
     set(HARNESS_ROCM_BITCODE "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode" CACHE PATH "ROCm device libs")
     function(harness_add_gpu_sources target sources)
-      set_source_files_properties(${sources} PROPERTIES LANGUAGE CXX COMPILE_OPTIONS
-        "-xhip;--offload-arch=${HARNESS_HIP_ARCH};--rocm-path=${HARNESS_ROCM_PATH};--rocm-device-lib-path=${HARNESS_ROCM_BITCODE}")
+      set(options "-xhip;--offload-arch=${HARNESS_HIP_ARCH};--rocm-path=${HARNESS_ROCM_PATH};--rocm-device-lib-path=${HARNESS_ROCM_BITCODE}")
+      if(HARNESS_PER_THREAD_DEFAULT_QUEUE)
+        list(APPEND options "-fgpu-default-stream=per-thread")
+      endif()
+      set_source_files_properties(${sources} PROPERTIES LANGUAGE CXX COMPILE_OPTIONS "${options}")
       target_sources(${target} PRIVATE ${sources})
     endfunction()
     function(harness_link_gpu_runtime target)

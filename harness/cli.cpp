@@ -1,6 +1,8 @@
 #include "harness/cli.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <cstdio>
 #include <map>
 
@@ -95,6 +97,33 @@ const VariantEntry& require_variant(const Problem& p, const std::string& name) {
     throw UsageError(fmt::format("variant '{}' of {} is a GPU variant, not compiled into this {} build (available: {})",
                                  name, p.name(), build_info().backend, fmt::join(valid, ", ")));
   throw UsageError(fmt::format("unknown variant '{}' for {} (valid: {})", name, p.name(), fmt::join(valid, ", ")));
+}
+
+std::vector<const VariantEntry*> select_variants(const Problem& p, const std::vector<std::string>& names) {
+  auto number = [](const std::string& n) {  // v2 before v10; named variants (reference, cpu) first
+    return n.size() > 1 && n[0] == 'v' && std::isdigit(static_cast<unsigned char>(n[1])) ? std::atoi(n.c_str() + 1) : -1;
+  };
+  std::vector<const VariantEntry*> out;
+  auto add = [&](const VariantEntry* v) {
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  };
+  for (const auto& name : names) {
+    if (name != "all" && name != "gpu") {
+      out.push_back(&require_variant(p, name));  // as given: naming one twice runs it twice
+      continue;
+    }
+    std::vector<const VariantEntry*> group;
+    for (const auto& v : variant_registry())
+      if (v.problem == p.name() && (name == "all" || v.backend != Backend::cpu)) group.push_back(&v);
+    std::sort(group.begin(), group.end(), [&](const VariantEntry* a, const VariantEntry* b) {
+      return std::make_pair(number(a->name), a->name) < std::make_pair(number(b->name), b->name);
+    });
+    if (group.empty())
+      throw UsageError(fmt::format("--variant {}: no such variants of {} in this {} build", name, p.name(),
+                                   build_info().backend));
+    for (const auto* v : group) add(v);
+  }
+  return out;
 }
 
 std::vector<int> parse_shape_list(const std::string& spec, std::size_t count, const std::string& what) {

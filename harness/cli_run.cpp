@@ -167,8 +167,7 @@ int run_command(RunArgs& a) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
-  std::vector<const VariantEntry*> variants;
-  for (const auto& name : a.variants) variants.push_back(&require_variant(p, name));
+  const std::vector<const VariantEntry*> variants = select_variants(p, a.variants);
   if (variants.empty()) throw UsageError("no variant given (--variant name[,name...])");
   const RunOptions o = to_run_options(a, p, mode);  // validates --shapes
   if (!a.json_path.empty()) {
@@ -218,7 +217,7 @@ Command setup(CLI::App& root) {
   auto a = std::make_shared<RunArgs>();
   auto* app = root.add_subcommand("run", "Check and time variants of a problem");
   app->add_option("problem", a->problem, "Problem name (see `harness list`)")->required();
-  app->add_option("--variant,-v", a->variants, "Variant name(s), comma-separated")->required()->delimiter(',');
+  app->add_option("--variant,-v", a->variants, "Variant name(s), comma-separated; \"gpu\" = every GPU variant of this build, \"all\" = every variant")->required()->delimiter(',');
   app->add_option("--mode,-m", a->mode, "test | benchmark | leaderboard")->capture_default_str();
   app->add_option("--shapes", a->shapes, "all, or comma-separated shape indices")->capture_default_str();
   a->seed_opt = app->add_option("--seed", a->seed, "Replace every shape's seed");

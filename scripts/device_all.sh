@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # One device call that checks the whole product on the GPU machine, from a carried GPU build:
-# engine tests, the escaped-work planted variant, both problems' variants in test, benchmark and
+# engine tests and every planted faulty variant (scripts/device_engine_check.sh), both problems' variants in test, benchmark and
 # leaderboard mode, and the exported submissions; logs and JSON under $OUT, tables printed last.
 #   scripts/device_all.sh DIR      DIR holds harness, tests/harness_tests, tests/harness_planted and
 #                                  (optionally) submissions/<problem>__<variant>.py
 # Environment: DEADLINE_S (default 420): steps that would start after this many seconds are skipped
-# and say so; MLA_BENCH / MOE_BENCH: variants timed in benchmark mode.
+# and say so; MLA_TEST / MOE_TEST, MLA_BENCH / MOE_BENCH: variants in test / benchmark mode (default
+# gpu: every GPU variant of the build); MLA_LB / MOE_LB: variants in leaderboard mode (and graph/hot
+# for mla); EXPORT_S: seconds for the export step; STEPS: comma-separated step names to run (default
+# all: mla_test moe_test mla_bench moe_bench export mla_leaderboard moe_leaderboard mla_graph mla_hot
+# engine_check).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:?usage: scripts/device_all.sh DIR}
@@ -16,8 +20,10 @@ start=$(date +%s)
 h="$dir/harness"
 summary=()
 
+wanted() { [[ ",${STEPS:-all}," == *",all,"* || ",${STEPS:-}," == *",$1,"* ]]; }
 step() {  # step NAME LIMIT_S COMMAND...: runs with a time limit unless the deadline has passed
   local name=$1 limit=$2; shift 2
+  wanted "$name" || return 0
   local now=$(( $(date +%s) - start ))
   if (( now + 10 > deadline )); then summary+=("$name: SKIPPED (deadline)"); return; fi
   (( limit > deadline - now )) && limit=$(( deadline - now ))
@@ -30,24 +36,36 @@ step() {  # step NAME LIMIT_S COMMAND...: runs with a time limit unless the dead
 
 { nvidia-smi -L; git rev-parse --short HEAD 2>/dev/null; date -u; } > "$out/device.txt" 2>&1
 
-# In order of what matters most, so a short lease still gets the correctness and main timings.
-step mla_test 60 "$h" run mla_decode --variant "${MLA_TEST:-reference,v1,v2,v3,v4,v5,v6,v7}" --mode test --json "$out/mla_test.json"
-step moe_test 70 "$h" run moe_mxfp4 --variant "${MOE_TEST:-reference,v1,v2,v3}" --mode test --json "$out/moe_test.json"
-step mla_bench 80 "$h" run mla_decode --variant "${MLA_BENCH:-v2,v3,v5,v6,v7}" --mode benchmark --json "$out/mla_bench.json"
-step moe_bench 70 "$h" run moe_mxfp4 --variant "${MOE_BENCH:-v2,v3}" --mode benchmark --json "$out/moe_bench.json"
-if [[ -d "$dir/submissions" ]]; then
-  MLA_TIME=v3 MOE_TIME=v3 MLA_BENCH=0,3,7 MOE_BENCH=0,3 CHECK_MAX_S=3 HARNESS_TIMEOUT=40 \
-    step export 200 scripts/device_export.sh "$dir"
+# The submissions compile on the CPUs (the official compile step) while the GPU steps below run.
+if [[ -d "$dir/submissions" ]] && wanted export; then
+  export TORCH_EXTENSIONS_DIR=$(mktemp -d /tmp/torch_ext.XXXXXX)
+  OUT=$out EXPORT_PHASE=compile COMPILE_TIMEOUT=${COMPILE_TIMEOUT:-300} scripts/device_export.sh "$dir" \
+    > "$out/export_compile.log" 2>&1 &
+  compile_pid=$!
 fi
-step mla_leaderboard 25 "$h" run mla_decode --variant v3 --mode leaderboard --json "$out/mla_leaderboard.json"
-step moe_leaderboard 25 "$h" run moe_mxfp4 --variant v3 --mode leaderboard --shapes 0,3 --json "$out/moe_leaderboard.json"
-step planted_escape 25 "$dir/tests/harness_planted" run mla_decode --variant planted_escape_queue --mode benchmark \
-  --shapes 0 --timeout 20 --json "$out/planted_escape.json"
-step gpu_engine_tests 40 "$dir/tests/harness_tests" "gpu engine*"
+
+# In order of what matters most, so a short lease still gets the correctness and main timings.
+step mla_test 90 "$h" run mla_decode --variant "${MLA_TEST:-gpu}" --mode test --json "$out/mla_test.json"
+step moe_test 90 "$h" run moe_mxfp4 --variant "${MOE_TEST:-gpu}" --mode test --json "$out/moe_test.json"
+step mla_bench 150 "$h" run mla_decode --variant "${MLA_BENCH:-gpu}" --mode benchmark --json "$out/mla_bench.json"
+step moe_bench 150 "$h" run moe_mxfp4 --variant "${MOE_BENCH:-gpu}" --mode benchmark --json "$out/moe_bench.json"
+if [[ -d "$dir/submissions" ]] && wanted export; then
+  wait "$compile_pid"
+  EXPORT_PHASE=check MLA_HARNESS_JSON=$out/mla_bench.json MOE_HARNESS_JSON=$out/moe_bench.json \
+  CHECK_MAX_S=${CHECK_MAX_S:-0.5} HARNESS_TIMEOUT=${HARNESS_TIMEOUT:-150} step export "${EXPORT_S:-330}" scripts/device_export.sh "$dir"
+fi
+step mla_leaderboard 40 "$h" run mla_decode --variant "${MLA_LB:-v3}" --mode leaderboard --json "$out/mla_leaderboard.json"
+step moe_leaderboard 40 "$h" run moe_mxfp4 --variant "${MOE_LB:-v3}" --mode leaderboard --shapes 0,3 --json "$out/moe_leaderboard.json"
+# Not the official method: graph replay and hot caches, for launch-bound shapes.
+step mla_graph 40 "$h" run mla_decode --variant "${MLA_LB:-v3}" --mode benchmark --shapes 0,1,2 --graph --json "$out/mla_graph.json"
+step mla_hot 40 "$h" run mla_decode --variant "${MLA_LB:-v3}" --mode benchmark --shapes 0,1,2 --hot --json "$out/mla_hot.json"
+OUT=$out PLANTED_TIMEOUT=15 step engine_check 240 scripts/device_engine_check.sh "$dir"
 
 python3 scripts/summarize_results.py "$out"/mla_test.json "$out"/moe_test.json "$out"/mla_bench.json \
-  "$out"/moe_bench.json "$out"/mla_leaderboard.json "$out"/moe_leaderboard.json "$out"/planted_escape.json \
-  > "$out/summary.txt" 2>&1
+  "$out"/moe_bench.json "$out"/mla_leaderboard.json "$out"/moe_leaderboard.json "$out"/mla_graph.json \
+  "$out"/mla_hot.json > "$out/summary.txt" 2>&1
+tail -n 16 "$out/engine_check.log" >> "$out/summary.txt" 2>/dev/null
+grep "largest moe" "$out/gpu_engine_tests.log" >> "$out/summary.txt" 2>/dev/null
 tail -n 40 "$out/export.log" 2>/dev/null > "$out/export_tail.txt"
 cat "$out/summary.txt"
 cat "$out/export_tail.txt"

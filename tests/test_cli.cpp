@@ -80,6 +80,13 @@ TEST_CASE("cli: a GPU variant on a cpu build is a usage error") {
   check_usage_error("run mla_decode --variant " + name, "is a GPU variant, not compiled into this cpu build");
 }
 
+TEST_CASE("cli: --variant gpu / all select this build's variants") {
+  const Ran all = harness_cmd("run mla_decode --variant all --shapes 0 --mode bogus");
+  CHECK(all.output.find("unknown mode 'bogus'") != std::string::npos);  // the group itself was accepted
+  if (harness::build_info().backend == "cpu")
+    check_usage_error("run mla_decode --variant gpu", "--variant gpu: no such variants of mla_decode in this cpu build");
+}
+
 TEST_CASE("cli: list shows problems, variants and shapes") {
   const Ran r = harness_cmd("list");
   CHECK(r.code == 0);

@@ -28,9 +28,11 @@ using hipGraphExec_t = cudaGraphExec_t;
 inline cudaError_t hipHostMalloc(void** p, size_t bytes, unsigned /*flags*/) { return cudaMallocHost(p, bytes); }
 #endif
 
-// Set when the build sends <<<...>>> launches to the per-thread default queue (capturable into a graph).
-#if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM) || defined(HIP_API_PER_THREAD_DEFAULT_STREAM)
-#define HARNESS_PER_THREAD_DEFAULT_QUEUE 1
+// Set (by CMake) when the build sends <<<...>>> launches to the per-thread default queue, which can be
+// captured into a graph; the compiler's own macro must agree, or events and launches use different queues.
+#if defined(HARNESS_PER_THREAD_DEFAULT_QUEUE) != \
+    (defined(CUDA_API_PER_THREAD_DEFAULT_STREAM) || defined(HIP_API_PER_THREAD_DEFAULT_STREAM))
+#error "HARNESS_PER_THREAD_DEFAULT_QUEUE and the compiler's default-queue flag disagree"
 #endif
 
 namespace harness::gpu {

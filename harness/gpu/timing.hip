@@ -132,8 +132,13 @@ double GpuDevice::time_graph_replay(const std::function<void()>& call, const Tim
 }
 
 std::string GpuDevice::timing_method(const TimingOptions& opt) const {
-  if (opt.graph) return "graph replay (not the official method), events on the default queue";
-  std::string m = "events on the default queue";
+#if defined(HARNESS_PER_THREAD_DEFAULT_QUEUE)
+  const std::string queue = "events on the (per-thread) default queue";
+#else
+  const std::string queue = "events on the (legacy) default queue";
+#endif
+  if (opt.graph) return "graph replay (not the official method), " + queue;
+  std::string m = queue;
   if (opt.flush) m += "; " + std::to_string(flush_size(opt.flush_bytes) >> 20) + " MiB memset flush before each call";
   else m += "; no flush (hot caches)";
   if (opt.hide_host) {
