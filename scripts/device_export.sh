@@ -8,9 +8,9 @@
 #   scripts/device_export.sh [dir]   dir holds `harness` (a GPU build; statically linked runtime) and
 #                                    submissions/<problem>__<variant>.py, made with `harness export`
 #                                    (any build can export); default build/export-dev.
-# Environment: EXPORT_PHASE: compile (the official compile step of every file, then stop), check (the
-# rest, reusing the extensions a compile phase with the same TORCH_EXTENSIONS_DIR built) or all (default);
-# MLA_TIME / MOE_TIME: variants timed (default: all exported); MLA_BENCH / MOE_BENCH and
+# export_check.py compiles all files in parallel first (the official compile step; each one's time is
+# logged). Environment: SKIP_GOLDEN (skip the torch reference's golden and smoke checks); EXPORT_SHAPES
+# (test,benchmark by default); MLA_TIME / MOE_TIME: variants timed (default: all exported); MLA_BENCH / MOE_BENCH and
 # MLA_TESTS / MOE_TESTS: shape indices (default: all); CHECK_MAX_S: seconds of timed calls per shape
 # in export_check; HARNESS_TIMEOUT: seconds for each harness run; MLA_HARNESS_JSON / MOE_HARNESS_JSON:
 # a benchmark results file of all shapes already made by the harness (then it is not run again).
@@ -35,31 +35,14 @@ MOE_ALL=$(names moe_mxfp4)
 MLA_TIME=${MLA_TIME:-$MLA_ALL}
 MOE_TIME=${MOE_TIME:-$MOE_ALL}
 
-phase=${EXPORT_PHASE:-all}  # compile (only the official compile step), check (after a compile phase), all
-if [[ $phase != check ]]; then
-echo "== golden (torch reference against the official vectors) while every submission compiles" >&2
-( timeout 120 python3 scripts/export_check.py --golden tests/data/golden > "$out/golden.log" 2>&1
-  echo "golden rc $? ($(tail -1 "$out/golden.log"))" >&2
-  timeout 60 python3 scripts/export_check.py --smoke > "$out/smoke.log" 2>&1
-  echo "smoke rc $? ($(tail -1 "$out/smoke.log"))" >&2 ) &
-# The official compile step: run the file once (load_inline builds and caches the extension).
-for f in "$subs"/*.py; do
-  n=$(basename "$f" .py)
-  ( s=$(date +%s.%N); timeout ${COMPILE_TIMEOUT:-150} python3 "$f" > "$out/compile_$n.log" 2>&1; rc=$?
-    echo "$n rc=$rc seconds=$(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $s }")" >> "$out/compile_times.txt" ) &
-done
-wait
-sort "$out/compile_times.txt" >&2
+if [[ -z "${SKIP_GOLDEN:-}" ]]; then
+echo "== golden and smoke checks of the torch reference" >&2
+timeout 120 python3 scripts/export_check.py --golden tests/data/golden > "$out/golden.log" 2>&1
+echo "golden rc $? ($(tail -1 "$out/golden.log"))" >&2
+timeout 60 python3 scripts/export_check.py --smoke > "$out/smoke.log" 2>&1
+echo "smoke rc $? ($(tail -1 "$out/smoke.log"))" >&2
 fi
-[[ $phase == compile ]] && exit 0
 
-check() {  # problem, submissions to time, test indices, benchmark indices
-  local p=$1 timed=$2
-  timeout ${CHECK_TIMEOUT:-200} python3 scripts/export_check.py --problem "$p" "$subs"/"$p"__*.py \
-    --time "$(echo "$timed" | sed "s/\([^,]*\)/${p}__\1/g")" --max-s "${CHECK_MAX_S:-1.0}" \
-    --test-index "$3" --bench-index "$4" --json "$out/export_$p.json" > "$out/export_$p.log" 2>&1
-  echo "export_check $p rc $?" >&2
-}
 bench() {  # problem, variants, benchmark indices
   local given=$4
   if [[ -n "$given" && -s "$given" ]]; then cp "$given" "$out/harness_$1.json"; echo "harness $1: from $given" >&2; return; fi
@@ -68,8 +51,13 @@ bench() {  # problem, variants, benchmark indices
     --json "$out/harness_$1.json" > "$out/harness_$1.log" 2>&1
   echo "harness $1 rc $?" >&2
 }
-[ -n "$MLA_ALL" ] && check mla_decode "$MLA_TIME" "${MLA_TESTS:-}" "${MLA_BENCH:-}"
-[ -n "$MOE_ALL" ] && check moe_mxfp4 "$MOE_TIME" "${MOE_TESTS:-}" "${MOE_BENCH:-}"
+# Every file of both problems in one process: all compile at once, then each is checked and timed.
+timed=$( (echo "$MLA_TIME" | tr , '\n' | sed '/^$/d; s/^/mla_decode__/'; echo "$MOE_TIME" | tr , '\n' | sed '/^$/d; s/^/moe_mxfp4__/') | paste -sd, -)
+timeout ${CHECK_TIMEOUT:-400} python3 scripts/export_check.py "$subs"/*.py --time "$timed" --max-s "${CHECK_MAX_S:-1.0}" \
+  --shapes "${EXPORT_SHAPES:-test,benchmark}" \
+  --test-index "mla_decode=${MLA_TESTS:-};moe_mxfp4=${MOE_TESTS:-}" --bench-index "mla_decode=${MLA_BENCH:-};moe_mxfp4=${MOE_BENCH:-}" \
+  --json "$out/export_{problem}.json" > "$out/export_check.log" 2>&1
+echo "export_check rc $?" >&2
 [ -n "$MLA_TIME" ] && bench mla_decode "$MLA_TIME" "${MLA_BENCH:-}" "${MLA_HARNESS_JSON:-}"
 [ -n "$MOE_TIME" ] && bench moe_mxfp4 "$MOE_TIME" "${MOE_BENCH:-}" "${MOE_HARNESS_JSON:-}"
 

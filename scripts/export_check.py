@@ -14,6 +14,7 @@ Prints one line per (shape, submission): verdict, mismatches, rel-L2, max abs, m
 writes them too. Exit 0 if every check passed, 1 otherwise.
 """
 import argparse
+import concurrent.futures
 import importlib.util
 import json
 import math
@@ -294,23 +295,41 @@ def shape_label(problem, shape):
     return f"dh={shape[0]} de={shape[1]} E={shape[2]}+{shape[4]} k={shape[3]} bs={shape[5]} seed={shape[6]}"
 
 
-def run_checks(args):
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    generate, reference, tests, benches = PROBLEMS[args.problem]
-    subs = []
-    for i, path in enumerate(args.submissions):
+def load_all(paths):
+    """The official compile step, for every file at once: load_inline runs the compilers in
+    subprocesses, so threads overlap them (one file takes ~40 s; one after another, a dozen files
+    would outlast a device call). Returns (name, module or None, error or None) per path."""
+    def load(i, path):
         t0 = time.perf_counter()
         name = os.path.splitext(os.path.basename(path))[0]
         try:
-            subs.append((name, load_submission(path, i), None))
+            mod, err = load_submission(path, i), None
         except Exception as e:  # a build failure fails this submission only
-            subs.append((name, None, f"load failed: {type(e).__name__}: {str(e).splitlines()[-1] if str(e) else ''}"))
-        print(f"# loaded {name} in {time.perf_counter() - t0:.1f} s", flush=True)
+            mod, err = None, f"load failed: {type(e).__name__}: {str(e).splitlines()[-1] if str(e) else ''}"
+        print(f"# loaded {name} in {time.perf_counter() - t0:.1f} s{'' if mod else ' (FAILED)'}", flush=True)
+        return name, mod, err
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(paths))) as pool:
+        return list(pool.map(load, range(len(paths)), paths))
+
+
+def problem_of(path):
+    """harness export names files <problem>__<variant>.py."""
+    return os.path.basename(path).split("__", 1)[0]
+
+
+def run_checks(args, problem, subs):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    generate, reference, tests, benches = PROBLEMS[problem]
     time_only = set(args.time.split(",")) if args.time else None
     timer = Timer(spin_ms=args.spin_ms)
     results, all_ok = [], True
-    pick = lambda shapes, idx: [shapes[int(i)] for i in idx.split(",")] if idx else shapes
+
+    def pick(shapes, spec):  # "1,3" or "mla_decode=1,3;moe_mxfp4=0"; empty (or problem not named): all
+        if "=" in spec:
+            spec = dict(part.split("=", 1) for part in spec.split(";") if part).get(problem, "")
+        return [shapes[int(i)] for i in spec.split(",")] if spec else shapes
     sets = [("test", s) for s in pick(tests, args.test_index)] if "test" in args.shapes else []
     sets += [("benchmark", s) for s in pick(benches, args.bench_index)] if "benchmark" in args.shapes else []
     print(f"{'submission':14s} {'mode':9s} {'shape':44s} {'verdict':7s} {'mism':>7s} {'relL2':>9s} "
@@ -319,14 +338,14 @@ def run_checks(args):
         data = generate(*shape)
         ref = reference(data)
         for name, mod, err in subs:
-            row = {"submission": name, "mode": mode, "shape": shape_label(args.problem, shape)}
+            row = {"submission": name, "mode": mode, "shape": shape_label(problem, shape)}
             if err:
                 row.update(ok=False, reason=err)
             else:
                 try:
                     out = mod.custom_kernel(data)  # untimed first call, checked (absorbs first-call setup)
                     torch.cuda.synchronize()
-                    row.update(compare(out, ref, args.problem))
+                    row.update(compare(out, ref, problem))
                     if mode == "benchmark" and row["ok"] and (time_only is None or name in time_only):
                         row.update(timer.measure(mod.custom_kernel, data, args.max_runs, args.max_s))
                 except Exception as e:
@@ -340,10 +359,12 @@ def run_checks(args):
                   f"{'-' if mean is None else f'{mean:10.1f}':>10s}  {row.get('reason', '')}", flush=True)
         del data, ref
         torch.cuda.empty_cache()
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"problem": args.problem, "device": torch.cuda.get_device_name(), "torch": torch.__version__,
-                       "results": results}, f, indent=1)
+        if args.json:  # after every shape: a run cut short keeps what it measured
+            path = args.json.replace("{problem}", problem)
+            with open(path + ".tmp", "w") as f:
+                json.dump({"problem": problem, "device": torch.cuda.get_device_name(), "torch": torch.__version__,
+                           "results": results}, f, indent=1)
+            os.replace(path + ".tmp", path)
     return 0 if all_ok else 1
 
 
@@ -485,10 +506,13 @@ def smoke():
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("submissions", nargs="*", help="exported submission files")
-    ap.add_argument("--problem", choices=sorted(PROBLEMS))
+    ap.add_argument("--problem", choices=sorted(PROBLEMS),
+                    help="default: from each file's name, <problem>__<variant>.py (several problems at once)")
     ap.add_argument("--shapes", default="test,benchmark", help="test, benchmark or both (comma-separated)")
-    ap.add_argument("--test-index", default="", help="comma-separated test shape indices (default: all)")
-    ap.add_argument("--bench-index", default="", help="comma-separated benchmark shape indices (default: all)")
+    ap.add_argument("--test-index", default="", help="comma-separated test shape indices (default: all); "
+                    "problem=indices;problem=indices for several problems")
+    ap.add_argument("--bench-index", default="", help="comma-separated benchmark shape indices (default: all); "
+                    "same forms as --test-index")
     ap.add_argument("--time", default="", help="comma-separated submission names to time (default: all)")
     ap.add_argument("--max-runs", type=int, default=200)
     ap.add_argument("--max-s", type=float, default=2.0, help="seconds of timed calls per shape at most")
@@ -505,9 +529,20 @@ def main():
         return golden_checks(args.golden)
     if args.smoke:
         return smoke()
-    if not args.problem or not args.submissions:
-        ap.error("--problem and at least one submission are required (or --golden)")
-    return run_checks(args)
+    if not args.submissions:
+        ap.error("at least one submission is required (or --golden / --smoke)")
+    problems = sorted({args.problem or problem_of(p) for p in args.submissions})
+    unknown = [p for p in problems if p not in PROBLEMS]
+    if unknown:
+        ap.error(f"unknown problem {unknown[0]} (name files <problem>__<variant>.py or give --problem)")
+    if len(problems) > 1 and args.json and "{problem}" not in args.json:
+        ap.error("--json needs a {problem} placeholder when files of several problems are given")
+    loaded = dict(zip(args.submissions, load_all(args.submissions)))
+    rc = 0
+    for problem in problems:
+        subs = [loaded[p] for p in args.submissions if (args.problem or problem_of(p)) == problem]
+        rc |= run_checks(args, problem, subs)
+    return rc
 
 
 if __name__ == "__main__":
