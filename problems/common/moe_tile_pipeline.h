@@ -1,0 +1,315 @@
+// The sorted MoE pipeline (moe_pipeline.h) on the block-tile GEMM core (moe_tile_gemm.h):
+//   quantize hidden (dynamic MXFP4; e4m3 bytes in the decode's activation order, 8 values a thread)
+//   -> route with a block-wide scan (tiles of BN sorted rows)
+//   -> gate_up: BM/2 gate + BM/2 up rows x BN rows; SwiGLU, bf16 rounding and the dynamic requantization
+//      of a from the fp32 tile in shared memory
+//   -> down: BM rows of W_down x BN rows, times the routing weight, into y [P, H] fp32
+//   -> combine (moe_pipeline.h): deterministic, slot order.
+// Tile shapes follow the expected rows per expert: 8-16 (bandwidth-bound: many small blocks with deep
+// copy pipelines), 32 and 64 (matrix-bound: 8 warps, bigger tiles). Builds without mma.sync run the
+// portable scalar kernels of v2 instead.
+#pragma once
+#include <algorithm>
+
+#include "problems/common/moe_tile_gemm.h"
+#include "problems/moe_mxfp4/moe_pipeline.h"
+#include "problems/moe_mxfp4/moe_scalar_gemm.h"
+
+namespace moe_tiled {
+namespace {
+
+using moe_pipeline::Tile;
+using moe_pipeline::Workspace;
+
+// Rows per tile from the expected rows per routed expert.
+inline int tile_rows_for(const MoeConfig& c) {
+  const int per_expert = c.bs * c.n_experts_per_token / c.n_routed_experts;
+#if defined(MOE_HAVE_MMA_SYNC)
+  return per_expert <= 8 ? 8 : per_expert <= 16 ? 16 : per_expert <= 40 ? 32 : 64;
+#else
+  return per_expert <= 8 ? 8 : (per_expert <= 16 ? 16 : 32);
+#endif
+}
+
+inline size_t workspace_bytes(const MoeConfig& c) { return moe_pipeline::carve(c, tile_rows_for(c), nullptr, nullptr); }
+
+#if defined(MOE_HAVE_MMA_SYNC)
+using moe_tile::Cfg;
+
+// Per tile rows: the gate_up and down block shapes <WM, WN, MT, NG, KS, STAGES, MIN_BLOCKS>.
+template <int BN>
+struct Plan;
+template <>
+struct Plan<8> {
+  using G1 = Cfg<4, 1, 1, 1, 8, 4>;  // 64 rows (32 gate + 32 up) x 8
+  using G2 = Cfg<4, 1, 4, 1, 4, 2>;  // 256 rows x 8 (K = d_expert is short: two stages)
+};
+template <>
+struct Plan<16> {
+  using G1 = Cfg<4, 1, 1, 2, 8, 4>;
+  using G2 = Cfg<4, 1, 4, 2, 4, 2>;
+};
+template <>
+struct Plan<32> {
+  using G1 = Cfg<4, 1, 2, 4, 4, 4>;  // 128 x 32
+  using G2 = Cfg<4, 1, 2, 4, 4, 3>;
+};
+template <>
+struct Plan<64> {
+  using G1 = Cfg<8, 1, 2, 8, 4, 3, 2>;  // 256 x 64, 8 warps, two blocks per SM
+  using G2 = Cfg<8, 1, 2, 8, 4, 3, 2>;
+};
+
+// Alternative shapes for the matrix-bound tiles (tuning): one block of 8 warps per SM, unrolled K.
+template <int BN>
+struct PlanWide : Plan<BN> {};
+template <>
+struct PlanWide<32> {
+  using G1 = Cfg<4, 1, 2, 4, 8, 3>;
+  using G2 = Cfg<4, 1, 2, 4, 4, 3>;
+};
+template <>
+struct PlanWide<64> {
+  using G1 = Cfg<8, 1, 2, 8, 4, 3>;
+  using G2 = Cfg<8, 1, 2, 8, 4, 3>;
+};
+
+// One thread per 8 values (a 16-byte load); the 4 threads of a 32-block reduce its amax with xor
+// shuffles inside their aligned group of 4.
+template <class D>
+__global__ void quantize_hidden8(const uint16_t* hidden, int64_t n8, uint8_t* x8, uint8_t* xs) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const uint4 raw = i < n8 ? reinterpret_cast<const uint4*>(hidden)[i] : make_uint4(0, 0, 0, 0);
+  const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+  float v[8];
+  float amax = 0.0f;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    v[k] = numerics::bf16_to_f32(static_cast<uint16_t>(words[k / 2] >> (16 * (k % 2))));
+    amax = fmaxf(amax, mxfp4::abs_for_amax(v[k]));
+  }
+  amax = fmaxf(amax, __shfl_xor(amax, 1));
+  amax = fmaxf(amax, __shfl_xor(amax, 2));
+  const int s = numerics::mxfp4_dynamic_scale_exp(amax);
+  if (i >= n8) return;
+  uint32_t out[2] = {0, 0};
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    const int pos = D::position(k);
+    out[pos / 4] |= mxfp4::e2m1_to_e4m3(mxfp4::quantize_dynamic_code(v[k], s)) << (8 * (pos % 4));
+  }
+  reinterpret_cast<uint2*>(x8)[i] = make_uint2(out[0], out[1]);
+  if (i % 4 == 0) xs[i / 4] = static_cast<uint8_t>(s + 127);
+}
+
+// One block of blockDim >= E threads: counts per expert, an inclusive scan of the tiles per expert
+// (Hillis-Steele in shared memory), the tile list, the sorted pair list. Pairs inside an expert are
+// placed in atomic order, which changes no value (every row of a tile is computed independently).
+__global__ void route_scan(const int32_t* topk_ids, int P, int E, int tile_rows, int rows_max, int32_t* sorted_pair,
+                           Tile* tiles, int32_t* n_tiles) {
+  extern __shared__ int smem_route[];
+  int* count = smem_route;          // [E]
+  int* row_off = smem_route + E;    // [E]
+  int* scan = smem_route + 2 * E;   // [blockDim.x]
+  const int tid = threadIdx.x;
+  for (int e = tid; e < E; e += blockDim.x) count[e] = 0;
+  for (int r = tid; r < rows_max; r += blockDim.x) sorted_pair[r] = -1;
+  __syncthreads();
+  for (int p = tid; p < P; p += blockDim.x) {
+    const int e = topk_ids[p];
+    if (e >= 0 && e < E) atomicAdd(&count[e], 1);
+  }
+  __syncthreads();
+  const int mine = tid < E ? (count[tid] + tile_rows - 1) / tile_rows : 0;
+  scan[tid] = mine;
+  __syncthreads();
+  for (int o = 1; o < int(blockDim.x); o <<= 1) {
+    const int add = tid >= o ? scan[tid - o] : 0;
+    __syncthreads();
+    scan[tid] += add;
+    __syncthreads();
+  }
+  if (tid < E) {
+    const int first = scan[tid] - mine;
+    row_off[tid] = first * tile_rows;
+    for (int i = 0; i < mine; ++i) tiles[first + i] = Tile{tid, (first + i) * tile_rows};
+    count[tid] = 0;  // now the fill cursor
+  }
+  if (tid == int(blockDim.x) - 1) *n_tiles = scan[tid];
+  __syncthreads();
+  for (int p = tid; p < P; p += blockDim.x) {
+    const int e = topk_ids[p];
+    if (e >= 0 && e < E) sorted_pair[row_off[e] + atomicAdd(&count[e], 1)] = p;
+  }
+}
+
+template <class C>
+constexpr int gate_up_smem() {
+  return std::max(C::kPipeBytes, C::BN * (C::BM + 4) * 4);
+}
+
+// Stage 1. grid (tiles_max, I / (BM / 2)).
+template <class C, class D>
+__global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void gate_up(MoeArgs a, Workspace ws) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  __shared__ int rg[C::BM / 16];
+  __shared__ const uint8_t* xrow[C::BN];
+  __shared__ const uint8_t* xsrow[C::BN];
+  if (int(blockIdx.x) >= *ws.n_tiles) return;
+  const Tile tile = ws.tiles[blockIdx.x];
+  const int H = a.cfg.d_hidden, I = a.cfg.d_expert, T = a.cfg.total_top_k, KB = H / 32;
+  constexpr int kHalf = C::BM / 2;
+  const int n0 = blockIdx.y * kHalf;
+  for (int i = threadIdx.x; i < C::BM / 16; i += C::kThreads) rg[i] = (i < kHalf / 16 ? n0 : I + n0 - kHalf) / 16 + i;
+  for (int c = threadIdx.x; c < C::BN; c += C::kThreads) {
+    const int p = ws.sorted_pair[tile.row0 + c];
+    const int64_t token = p >= 0 ? p / T : 0;  // padding rows borrow token 0; never written back
+    xrow[c] = ws.x8 + token * H;
+    xsrow[c] = ws.xs + token * KB;
+  }
+  __syncthreads();
+  const moe_tile::Operands op{a.gate_up_weight_shuffled + int64_t(tile.expert) * 2 * I * (H / 2),
+                              a.gate_up_weight_scale + int64_t(tile.expert) * 2 * I * KB, H / 2, KB};
+  float acc[C::MT][C::NG][4];
+  moe_tile::mainloop<C, D>(op, rg, xrow, xsrow, smem, acc);
+  __syncthreads();  // the pipeline buffers become the fp32 tile [BN][BM + 4]
+
+  constexpr int kStride = C::BM + 4;
+  float* tile_f = reinterpret_cast<float*>(smem);
+  const moe_tile::AccIndex<C> ix;
+#pragma unroll
+  for (int m = 0; m < C::MT; ++m)
+#pragma unroll
+    for (int j = 0; j < C::NG; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) tile_f[ix.col(j, i) * kStride + ix.row(m, i)] = acc[m][j][i];
+  __syncthreads();
+
+  // SwiGLU, bf16 rounding, dynamic MXFP4: one 32-lane group per (column, 32 outputs).
+  constexpr int kB = mxfp4::kBlock, kGroups = C::BN * (kHalf / kB);
+  const int lane = threadIdx.x % kB, KBI = I / kB;
+  for (int grp = threadIdx.x / kB; grp < kGroups; grp += C::kThreads / kB) {
+    const int c = grp / (kHalf / kB), n = (grp % (kHalf / kB)) * kB + lane;
+    const float gate = tile_f[c * kStride + n], up = tile_f[c * kStride + kHalf + n];
+    const float silu = gate / (1.0f + expf(-gate));
+    const float x = numerics::bf16_to_f32(numerics::f32_to_bf16(silu * up));
+    float amax = mxfp4::abs_for_amax(x);
+    for (int o = kB / 2; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor(amax, o));
+    const int s = numerics::mxfp4_dynamic_scale_exp(amax);
+    const int64_t row = tile.row0 + c;
+    const int col = n0 + (n & ~7) + D::position(n & 7);
+    ws.a8[row * I + col] = uint8_t(mxfp4::e2m1_to_e4m3(mxfp4::quantize_dynamic_code(x, s)));
+    if (lane == 0) ws.as[row * KBI + (n0 + n) / kB] = uint8_t(s + 127);
+  }
+}
+
+// Stage 2. grid (tiles_max, H / BM): y[pair, n] = weight * (a_q W_down^T).
+template <class C, class D>
+__global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void down(MoeArgs a, Workspace ws) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  __shared__ int rg[C::BM / 16];
+  __shared__ const uint8_t* xrow[C::BN];
+  __shared__ const uint8_t* xsrow[C::BN];
+  __shared__ int pair[C::BN];
+  __shared__ float weight[C::BN];
+  if (int(blockIdx.x) >= *ws.n_tiles) return;
+  const Tile tile = ws.tiles[blockIdx.x];
+  const int H = a.cfg.d_hidden, I = a.cfg.d_expert, KB = I / 32;
+  const int n0 = blockIdx.y * C::BM;
+  for (int i = threadIdx.x; i < C::BM / 16; i += C::kThreads) rg[i] = n0 / 16 + i;
+  for (int c = threadIdx.x; c < C::BN; c += C::kThreads) {
+    const int64_t row = tile.row0 + c;
+    const int p = ws.sorted_pair[row];
+    xrow[c] = ws.a8 + row * I;
+    xsrow[c] = ws.as + row * KB;
+    pair[c] = p;
+    weight[c] = p >= 0 ? a.topk_weights[p] : 0.0f;
+  }
+  __syncthreads();
+  const moe_tile::Operands op{a.down_weight_shuffled + int64_t(tile.expert) * H * (I / 2),
+                              a.down_weight_scale + int64_t(tile.expert) * H * KB, I / 2, KB};
+  float acc[C::MT][C::NG][4];
+  moe_tile::mainloop<C, D>(op, rg, xrow, xsrow, smem, acc);
+
+  const moe_tile::AccIndex<C> ix;
+#pragma unroll
+  for (int j = 0; j < C::NG; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int c = ix.col(j, h), p = pair[c];
+      if (p < 0) continue;
+      float* dst = ws.y + int64_t(p) * H + n0;
+#pragma unroll
+      for (int m = 0; m < C::MT; ++m) {
+        dst[ix.row(m, h)] = weight[c] * acc[m][j][h];
+        dst[ix.row(m, h + 2)] = weight[c] * acc[m][j][h + 2];
+      }
+    }
+}
+
+template <class K>
+void allow_smem(K* kernel, int bytes) {
+  if (bytes > 48 * 1024)
+    moe_pipeline::check(hipFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                            hipFuncAttributeMaxDynamicSharedMemorySize, bytes),
+                        "shared memory attribute");
+}
+
+template <int BN, template <int> class P, class D>
+void launch_tiled(const MoeArgs& a, const Workspace& ws) {
+  using G1 = typename P<BN>::G1;
+  using G2 = typename P<BN>::G2;
+  static_assert(G1::BN == BN && G2::BN == BN, "plan");
+  const moe_pipeline::Sizes s = moe_pipeline::sizes_of(a.cfg, BN);
+  if (s.I % (G1::BM / 2) || s.H % G2::BM || (s.H / 32) % G1::KS || (s.I / 32) % G2::KS || s.E > 1024)
+    throw std::invalid_argument("moe_mxfp4: shape not supported by the tiled kernels");
+
+  const int64_t n8 = s.M * s.H / 8;
+  constexpr int kQuantThreads = 256;
+  quantize_hidden8<D><<<unsigned((n8 + kQuantThreads - 1) / kQuantThreads), kQuantThreads>>>(a.hidden_states, n8,
+                                                                                              ws.x8, ws.xs);
+  moe_pipeline::check(hipGetLastError(), "quantize hidden");
+  const int route_threads = int((s.E + 63) / 64 * 64);
+  route_scan<<<1, route_threads, size_t(2 * s.E + route_threads) * sizeof(int)>>>(
+      a.topk_ids, int(s.P), int(s.E), BN, int(s.rows_max), ws.sorted_pair, ws.tiles, ws.n_tiles);
+  moe_pipeline::check(hipGetLastError(), "route");
+
+  constexpr int sm1 = gate_up_smem<G1>(), sm2 = G2::kPipeBytes;
+  allow_smem(gate_up<G1, D>, sm1);
+  allow_smem(down<G2, D>, sm2);
+  gate_up<G1, D><<<dim3(unsigned(s.tiles_max), unsigned(s.I / (G1::BM / 2))), G1::kThreads, sm1>>>(a, ws);
+  moe_pipeline::check(hipGetLastError(), "tiled gate_up");
+  down<G2, D><<<dim3(unsigned(s.tiles_max), unsigned(s.H / G2::BM)), G2::kThreads, sm2>>>(a, ws);
+  moe_pipeline::check(hipGetLastError(), "tiled down");
+  moe_pipeline::launch_combine(a, ws);
+}
+
+#else
+template <int BN>
+struct Plan {};
+template <int BN>
+struct PlanWide {};
+#endif
+
+template <template <int> class P, class D>
+void launch(const MoeArgs& a) {
+  const int bn = tile_rows_for(a.cfg);
+  moe_pipeline::require_workspace(a, bn);
+  Workspace ws;
+  moe_pipeline::carve(a.cfg, bn, a.workspace, &ws);
+#if defined(MOE_HAVE_MMA_SYNC)
+  if (bn == 8) launch_tiled<8, P, D>(a, ws);
+  else if (bn == 16) launch_tiled<16, P, D>(a, ws);
+  else if (bn == 32) launch_tiled<32, P, D>(a, ws);
+  else launch_tiled<64, P, D>(a, ws);
+#else
+  moe_pipeline::launch_prologue(a, ws, bn);
+  if (bn == 8) moe_scalar_gemm::launch<8>(a, ws);
+  else if (bn == 16) moe_scalar_gemm::launch<16>(a, ws);
+  else moe_scalar_gemm::launch<32>(a, ws);
+  moe_pipeline::launch_combine(a, ws);
+#endif
+}
+
+}  // namespace
+}  // namespace moe_tiled
