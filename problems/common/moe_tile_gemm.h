@@ -10,14 +10,41 @@
 
 namespace moe_tile {
 
-// How the weight nibbles become e4m3 A fragments, and the activation byte order that matches it.
-// A word holds 8 e2m1 codes of one row (element i in nibble i); lo feeds MMA k 4t..4t+3, hi 16+4t...
+// How the weight nibbles become A fragments, the activation format (bytes per value, the order of
+// each group of 8 values) that matches them, and the k32 product of one scale block. A weight word
+// holds 8 e2m1 codes of one row (element i in nibble i): the shuffled layout gives lane (g, t) the
+// words of rows g and g+8 for values 8t..8t+7 of the k-block.
 //
-// Scaled: byte = sign << 7 | (code & 7) << 2, which is exactly value * 2^-6 in e4m3 (the 2-bit
-// exponent lands in the exponent's low bits, the mantissa bit on top of the mantissa; code 1 = 0.5
-// becomes the subnormal 2^-7). 8 integer ops per word. lo gets elements 0,2,4,6, hi 1,3,5,7, so the
-// activations are stored with every group of 8 values in the order 0,2,4,6,1,3,5,7.
-struct ScaledDecode {
+// Fp8 forms (m16n8k32 e4m3; on sm_90 ptxas runs it as two f16 MMAs after software conversions):
+//   Scaled: byte = sign << 7 | (code & 7) << 2 is exactly value * 2^-6 in e4m3 (the 2-bit exponent
+//   lands in the exponent's low bits, the mantissa bit on top of the mantissa; code 1 = 0.5 becomes the
+//   subnormal 2^-7): 8 integer ops a word. lo gets elements 0,2,4,6, hi 1,3,5,7, so activations are
+//   stored with each group of 8 in the order 0,2,4,6,1,3,5,7.
+//   Exact: the e4m3 byte of each value by table lookup (mxfp4_decode.h), natural order.
+template <class Self>
+struct Fp8Frags {
+  static constexpr int kActBytes = 1;
+  struct A {
+    uint32_t r[4];
+  };
+  struct B {
+    uint32_t r[2];
+  };
+  HD static uint32_t encode(uint32_t code) { return mxfp4::e2m1_to_e4m3(code); }
+  __device__ static A load_a(const uint8_t* kblock, int lane) {
+    A a;
+    Self::decode(*reinterpret_cast<const uint32_t*>(kblock + 4 * lane), a.r[0], a.r[2]);
+    Self::decode(*reinterpret_cast<const uint32_t*>(kblock + 128 + 4 * lane), a.r[1], a.r[3]);
+    return a;
+  }
+  __device__ static B load_b(const uint8_t* p) {  // the lane's 8 values
+    const uint2 v = *reinterpret_cast<const uint2*>(p);
+    return B{{v.x, v.y}};
+  }
+  __device__ static void kblock(float d[4], const A& a, const B& b) { moe_mma::mma_e4m3_16x8x32(d, a.r, b.r); }
+};
+
+struct ScaledDecode : Fp8Frags<ScaledDecode> {
   static constexpr float kUnscale = 64.0f;
   HD static constexpr int position(int k) { return (k & 1) * 4 + (k >> 1); }
   __device__ static void decode(uint32_t w, uint32_t& lo, uint32_t& hi) {
@@ -28,11 +55,57 @@ struct ScaledDecode {
   }
 };
 
-// Exact: the e4m3 byte of each value by a table lookup (mxfp4_decode.h); natural activation order.
-struct ExactDecode {
+struct ExactDecode : Fp8Frags<ExactDecode> {
   static constexpr float kUnscale = 1.0f;
   HD static constexpr int position(int k) { return k; }
   __device__ static void decode(uint32_t w, uint32_t& lo, uint32_t& hi) { mxfp4::e2m1x8_to_e4m3x8(w, lo, hi); }
+};
+
+// f16 form: two chained m16n8k16 f16 MMAs per k-block, no conversions. Weight value * 2^-14 in f16 is
+// sign << 15 | (code & 7) << 9 (same placement argument; code 1 becomes the subnormal 2^-15): the
+// nibbles go to bytes with the sign fixed (bit 4 -> 7), then byte_perm places two bytes as the high
+// bytes of an f16 pair: 12 integer ops for 8 values. Activations are f16 (exact e2m1 values), each
+// group of 8 stored as 0,2,4,6,1,3,5,7 so a 16-byte load gives the B registers of both MMAs.
+struct F16Decode {
+  static constexpr int kActBytes = 2;
+  static constexpr float kUnscale = 16384.0f;
+  HD static constexpr int position(int k) { return (k & 1) * 4 + (k >> 1); }
+  HD static uint32_t encode(uint32_t code) {  // f16 bits of the e2m1 value
+    const uint32_t e = (code >> 1) & 3u, m = code & 1u;
+    const uint32_t mag = e ? ((e + 14u) << 10) | (m << 9) : (m ? 0x3800u : 0u);
+    return mag | ((code & 8u) << 12);
+  }
+  struct A {
+    uint32_t r[2][4];  // [k16 step][fragment register]
+  };
+  struct B {
+    uint32_t r[2][2];
+  };
+  // Word -> (e0,e2), (e4,e6), (e1,e3), (e5,e7) as f16 pairs of value * 2^-14.
+  __device__ static void decode(uint32_t w, uint32_t q[4]) {
+    const uint32_t ev = (w << 1) & 0x1E1E1E1Eu, od = (w >> 3) & 0x1E1E1E1Eu;  // magnitude bits 1-3, sign bit 4
+    const uint32_t e = ev + (ev & 0x10101010u) * 7u, o = od + (od & 0x10101010u) * 7u;  // sign bit 4 -> 7
+    q[0] = __byte_perm(e, 0u, 0x1404u);
+    q[1] = __byte_perm(e, 0u, 0x3424u);
+    q[2] = __byte_perm(o, 0u, 0x1404u);
+    q[3] = __byte_perm(o, 0u, 0x3424u);
+  }
+  __device__ static A load_a(const uint8_t* kblock, int lane) {
+    uint32_t lo[4], hi[4];  // rows g and g+8
+    decode(*reinterpret_cast<const uint32_t*>(kblock + 4 * lane), lo);
+    decode(*reinterpret_cast<const uint32_t*>(kblock + 128 + 4 * lane), hi);
+    return A{{{lo[0], hi[0], lo[1], hi[1]}, {lo[2], hi[2], lo[3], hi[3]}}};
+  }
+  __device__ static B load_b(const uint8_t* p) {
+    const uint4 v = *reinterpret_cast<const uint4*>(p);
+    return B{{{v.x, v.y}, {v.z, v.w}}};
+  }
+  __device__ static void kblock(float d[4], const A& a, const B& b) {
+    const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    float h[4];
+    moe_mma::mma_f16_16x8x16(h, a.r[0], b.r[0], zero);
+    moe_mma::mma_f16_16x8x16(d, a.r[1], b.r[1], h);
+  }
 };
 
 #if defined(MOE_HAVE_MMA_SYNC)
@@ -70,14 +143,20 @@ struct Cfg {
   static constexpr int kUnrollK = MIN_BLOCKS_ > 1 ? 1 : KS;  // a tight budget: one k-block at a time
   static constexpr int kWarps = WM * WN, kThreads = kWarps * kMmaLanes;
   static constexpr int BM = WM * MT * 16, BN = WN * NG * 8;
-  static constexpr int kXStride = KS * 32 + 32;  // padded: the B-fragment loads are free of bank conflicts
-  static constexpr int kW = 0;
-  static constexpr int kWs = kW + BM * KS * 16;
-  static constexpr int kX = kWs + align16(BM * KS);
-  static constexpr int kXs = kX + BN * kXStride;
-  static constexpr int kStageBytes = kXs + align16(BN * KS);
-  static constexpr int kPipeBytes = STAGES * kStageBytes;
   static_assert(KS == 4 || KS == 8, "a scale row slice is one 4- or 8-byte copy");
+};
+
+// Shared memory of one pipeline stage: weights, weight scales, activations, activation scales.
+template <class C, class D>
+struct Layout {
+  static constexpr int kXRow = C::KS * 32 * D::kActBytes;  // activation bytes of one row per stage
+  static constexpr int kXStride = kXRow + 32 * D::kActBytes;  // padded: B loads free of bank conflicts
+  static constexpr int kW = 0;
+  static constexpr int kWs = kW + C::BM * C::KS * 16;
+  static constexpr int kX = kWs + align16(C::BM * C::KS);
+  static constexpr int kXs = kX + C::BN * kXStride;
+  static constexpr int kStageBytes = kXs + align16(C::BN * C::KS);
+  static constexpr int kPipeBytes = C::STAGES * kStageBytes;
 };
 
 // One matrix of one expert: shuffled weights, raw [rows, KB] scales.
@@ -96,6 +175,7 @@ __device__ inline void mainloop(const Operands& op, const int* rg, const uint8_t
                                 const uint8_t* const* xsrow, uint8_t* smem, float (&acc)[C::MT][C::NG][4]) {
   const int tid = threadIdx.x, lane = tid % kMmaLanes, warp = tid / kMmaLanes;
   const int wm = warp % C::WM, wn = warp / C::WM, g = lane / 4, t = lane % 4;
+  using L = Layout<C, D>;
   const int nk = op.KB / C::KS;
   const int64_t rg_bytes = int64_t(op.k_bytes / 32) * 512;  // one 16-row group, all K
 
@@ -107,48 +187,47 @@ __device__ inline void mainloop(const Operands& op, const int* rg, const uint8_t
       for (int i = 0; i < 4; ++i) acc[m][j][i] = 0.0f;
 
   auto load = [&](int slot, int kb0) {
-    uint8_t* st = smem + slot * C::kStageBytes;
+    uint8_t* st = smem + slot * L::kStageBytes;
     constexpr int kWChunks = C::BM * C::KS;  // 16-byte chunks: (BM / 16) groups x KS * 16
     for (int i = tid; i < kWChunks; i += C::kThreads) {
       const int r = i / (C::KS * 16), ch = i % (C::KS * 16);
-      cp_async<16>(st + C::kW + r * C::KS * 256 + ch * 16, op.w + rg[r] * rg_bytes + kb0 * 256 + ch * 16);
+      cp_async<16>(st + L::kW + r * C::KS * 256 + ch * 16, op.w + rg[r] * rg_bytes + kb0 * 256 + ch * 16);
     }
     for (int r = tid; r < C::BM; r += C::kThreads)
-      cp_async<C::KS>(st + C::kWs + r * C::KS, op.w_scale + (int64_t(rg[r / 16]) * 16 + r % 16) * op.KB + kb0);
-    for (int i = tid; i < C::BN * C::KS * 2; i += C::kThreads) {
-      const int c = i / (C::KS * 2), ch = i % (C::KS * 2);
-      cp_async<16>(st + C::kX + c * C::kXStride + ch * 16, xrow[c] + kb0 * 32 + ch * 16);
+      cp_async<C::KS>(st + L::kWs + r * C::KS, op.w_scale + (int64_t(rg[r / 16]) * 16 + r % 16) * op.KB + kb0);
+    constexpr int kXChunks = L::kXRow / 16;
+    for (int i = tid; i < C::BN * kXChunks; i += C::kThreads) {
+      const int c = i / kXChunks, ch = i % kXChunks;
+      cp_async<16>(st + L::kX + c * L::kXStride + ch * 16, xrow[c] + kb0 * 32 * D::kActBytes + ch * 16);
     }
-    for (int c = tid; c < C::BN; c += C::kThreads) cp_async<C::KS>(st + C::kXs + c * C::KS, xsrow[c] + kb0);
+    for (int c = tid; c < C::BN; c += C::kThreads) cp_async<C::KS>(st + L::kXs + c * C::KS, xsrow[c] + kb0);
   };
 
   auto compute = [&](int slot) {
-    const uint8_t* st = smem + slot * C::kStageBytes;
+    const uint8_t* st = smem + slot * L::kStageBytes;
 #pragma unroll(C::kUnrollK)
     for (int u = 0; u < C::KS; ++u) {
-      uint32_t a[C::MT][4];
+      typename D::A a[C::MT];
       float wsc[C::MT][2];
 #pragma unroll
       for (int m = 0; m < C::MT; ++m) {
         const int grp = wm * C::MT + m;
-        const uint8_t* blk = st + C::kW + (grp * C::KS + u) * 256;
-        D::decode(*reinterpret_cast<const uint32_t*>(blk + 4 * lane), a[m][0], a[m][2]);
-        D::decode(*reinterpret_cast<const uint32_t*>(blk + 128 + 4 * lane), a[m][1], a[m][3]);
-        const uint8_t* sc = st + C::kWs + (grp * 16 + g) * C::KS + u;
+        a[m] = D::load_a(st + L::kW + (grp * C::KS + u) * 256, lane);
+        const uint8_t* sc = st + L::kWs + (grp * 16 + g) * C::KS + u;
         wsc[m][0] = mxfp4::e8m0_value(sc[0]) * D::kUnscale;
         wsc[m][1] = mxfp4::e8m0_value(sc[8 * C::KS]) * D::kUnscale;
       }
 #pragma unroll
       for (int j = 0; j < C::NG; ++j) {
         const int col = (wn * C::NG + j) * 8;
-        const uint2 bv = *reinterpret_cast<const uint2*>(st + C::kX + (col + g) * C::kXStride + u * 32 + 8 * t);
-        const uint32_t b[2] = {bv.x, bv.y};
-        const uint8_t* xs = st + C::kXs + (col + 2 * t) * C::KS + u;
+        const typename D::B b =
+            D::load_b(st + L::kX + (col + g) * L::kXStride + (u * 32 + 8 * t) * D::kActBytes);
+        const uint8_t* xs = st + L::kXs + (col + 2 * t) * C::KS + u;
         const float x0 = mxfp4::e8m0_value(xs[0]), x1 = mxfp4::e8m0_value(xs[C::KS]);
 #pragma unroll
         for (int m = 0; m < C::MT; ++m) {
           float d[4];
-          moe_mma::mma_e4m3_16x8x32(d, a[m], b);
+          D::kblock(d, a[m], b);
           acc[m][j][0] += d[0] * (wsc[m][0] * x0);
           acc[m][j][1] += d[1] * (wsc[m][0] * x1);
           acc[m][j][2] += d[2] * (wsc[m][1] * x0);

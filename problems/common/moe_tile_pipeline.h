@@ -31,7 +31,10 @@ inline int tile_rows_for(const MoeConfig& c) {
 #endif
 }
 
-inline size_t workspace_bytes(const MoeConfig& c) { return moe_pipeline::carve(c, tile_rows_for(c), nullptr, nullptr); }
+template <class D>
+size_t workspace_bytes(const MoeConfig& c) {
+  return moe_pipeline::carve(c, tile_rows_for(c), nullptr, nullptr, D::kActBytes);
+}
 
 #if defined(MOE_HAVE_MMA_SYNC)
 using moe_tile::Cfg;
@@ -75,7 +78,7 @@ struct PlanWide<64> {
 };
 
 // One thread per 8 values (a 16-byte load); the 4 threads of a 32-block reduce its amax with xor
-// shuffles inside their aligned group of 4.
+// shuffles inside their aligned group of 4. Writes the activation format of D.
 template <class D>
 __global__ void quantize_hidden8(const uint16_t* hidden, int64_t n8, uint8_t* x8, uint8_t* xs) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -92,13 +95,15 @@ __global__ void quantize_hidden8(const uint16_t* hidden, int64_t n8, uint8_t* x8
   amax = fmaxf(amax, __shfl_xor(amax, 2));
   const int s = numerics::mxfp4_dynamic_scale_exp(amax);
   if (i >= n8) return;
-  uint32_t out[2] = {0, 0};
+  constexpr int kPer = 4 / D::kActBytes;  // values a 32-bit word
+  uint32_t out[2 * D::kActBytes] = {};
 #pragma unroll
   for (int k = 0; k < 8; ++k) {
     const int pos = D::position(k);
-    out[pos / 4] |= mxfp4::e2m1_to_e4m3(mxfp4::quantize_dynamic_code(v[k], s)) << (8 * (pos % 4));
+    out[pos / kPer] |= D::encode(mxfp4::quantize_dynamic_code(v[k], s)) << (8 * D::kActBytes * (pos % kPer));
   }
-  reinterpret_cast<uint2*>(x8)[i] = make_uint2(out[0], out[1]);
+  if constexpr (D::kActBytes == 1) reinterpret_cast<uint2*>(x8)[i] = make_uint2(out[0], out[1]);
+  else reinterpret_cast<uint4*>(x8)[i] = make_uint4(out[0], out[1], out[2], out[3]);
   if (i % 4 == 0) xs[i / 4] = static_cast<uint8_t>(s + 127);
 }
 
@@ -143,9 +148,9 @@ __global__ void route_scan(const int32_t* topk_ids, int P, int E, int tile_rows,
   }
 }
 
-template <class C>
+template <class C, class D>
 constexpr int gate_up_smem() {
-  return std::max(C::kPipeBytes, C::BN * (C::BM + 4) * 4);
+  return std::max(moe_tile::Layout<C, D>::kPipeBytes, C::BN * (C::BM + 4) * 4);
 }
 
 // Stage 1. grid (tiles_max, I / (BM / 2)).
@@ -164,7 +169,7 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void gate_up(MoeArgs a,
   for (int c = threadIdx.x; c < C::BN; c += C::kThreads) {
     const int p = ws.sorted_pair[tile.row0 + c];
     const int64_t token = p >= 0 ? p / T : 0;  // padding rows borrow token 0; never written back
-    xrow[c] = ws.x8 + token * H;
+    xrow[c] = ws.x8 + token * H * D::kActBytes;
     xsrow[c] = ws.xs + token * KB;
   }
   __syncthreads();
@@ -198,7 +203,9 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void gate_up(MoeArgs a,
     const int s = numerics::mxfp4_dynamic_scale_exp(amax);
     const int64_t row = tile.row0 + c;
     const int col = n0 + (n & ~7) + D::position(n & 7);
-    ws.a8[row * I + col] = uint8_t(mxfp4::e2m1_to_e4m3(mxfp4::quantize_dynamic_code(x, s)));
+    const uint32_t bits = D::encode(mxfp4::quantize_dynamic_code(x, s));
+    if constexpr (D::kActBytes == 1) ws.a8[row * I + col] = uint8_t(bits);
+    else reinterpret_cast<uint16_t*>(ws.a8)[row * I + col] = uint16_t(bits);
     if (lane == 0) ws.as[row * KBI + (n0 + n) / kB] = uint8_t(s + 127);
   }
 }
@@ -220,7 +227,7 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void down(MoeArgs a, Wo
   for (int c = threadIdx.x; c < C::BN; c += C::kThreads) {
     const int64_t row = tile.row0 + c;
     const int p = ws.sorted_pair[row];
-    xrow[c] = ws.a8 + row * I;
+    xrow[c] = ws.a8 + row * I * D::kActBytes;
     xsrow[c] = ws.as + row * KB;
     pair[c] = p;
     weight[c] = p >= 0 ? a.topk_weights[p] : 0.0f;
@@ -274,7 +281,7 @@ void launch_tiled(const MoeArgs& a, const Workspace& ws) {
       a.topk_ids, int(s.P), int(s.E), BN, int(s.rows_max), ws.sorted_pair, ws.tiles, ws.n_tiles);
   moe_pipeline::check(hipGetLastError(), "route");
 
-  constexpr int sm1 = gate_up_smem<G1>(), sm2 = G2::kPipeBytes;
+  constexpr int sm1 = gate_up_smem<G1, D>(), sm2 = moe_tile::Layout<G2, D>::kPipeBytes;
   allow_smem(gate_up<G1, D>, sm1);
   allow_smem(down<G2, D>, sm2);
   gate_up<G1, D><<<dim3(unsigned(s.tiles_max), unsigned(s.I / (G1::BM / 2))), G1::kThreads, sm1>>>(a, ws);
@@ -294,9 +301,9 @@ struct PlanWide {};
 template <template <int> class P, class D>
 void launch(const MoeArgs& a) {
   const int bn = tile_rows_for(a.cfg);
-  moe_pipeline::require_workspace(a, bn);
+  moe_pipeline::require_workspace(a, bn, D::kActBytes);
   Workspace ws;
-  moe_pipeline::carve(a.cfg, bn, a.workspace, &ws);
+  moe_pipeline::carve(a.cfg, bn, a.workspace, &ws, D::kActBytes);
 #if defined(MOE_HAVE_MMA_SYNC)
   if (bn == 8) launch_tiled<8, P, D>(a, ws);
   else if (bn == 16) launch_tiled<16, P, D>(a, ws);

@@ -55,7 +55,8 @@ inline Sizes sizes_of(const MoeConfig& c, int tile_rows) {
 }
 
 // Carves the workspace; with base == nullptr it only measures (returns the byte count).
-inline size_t carve(const MoeConfig& c, int tile_rows, void* base, Workspace* w) {
+// act_bytes: bytes per activation value in x8 and a8 (1: e4m3; 2: f16, for kernels that want it).
+inline size_t carve(const MoeConfig& c, int tile_rows, void* base, Workspace* w, int act_bytes = 1) {
   const Sizes s = sizes_of(c, tile_rows);
   size_t off = 0;
   auto take = [&](size_t bytes) {
@@ -64,12 +65,12 @@ inline size_t carve(const MoeConfig& c, int tile_rows, void* base, Workspace* w)
     return p;
   };
   Workspace t;
-  t.x8 = static_cast<uint8_t*>(take(s.M * s.H));
+  t.x8 = static_cast<uint8_t*>(take(s.M * s.H * act_bytes));
   t.xs = static_cast<uint8_t*>(take(s.M * s.H / 32));
   t.sorted_pair = static_cast<int32_t*>(take(s.rows_max * sizeof(int32_t)));
   t.tiles = static_cast<Tile*>(take(s.tiles_max * sizeof(Tile)));
   t.n_tiles = static_cast<int32_t*>(take(sizeof(int32_t)));
-  t.a8 = static_cast<uint8_t*>(take(s.rows_max * s.I));
+  t.a8 = static_cast<uint8_t*>(take(s.rows_max * s.I * act_bytes));
   t.as = static_cast<uint8_t*>(take(s.rows_max * s.I / 32));
   t.y = static_cast<float*>(take(s.P * s.H * sizeof(float)));
   if (w) *w = t;
@@ -153,8 +154,8 @@ inline void launch_combine(const MoeArgs& a, const Workspace& w) {
   check(hipGetLastError(), "combine");
 }
 
-inline void require_workspace(const MoeArgs& a, int tile_rows) {
-  if (a.workspace_size < carve(a.cfg, tile_rows, nullptr, nullptr))
+inline void require_workspace(const MoeArgs& a, int tile_rows, int act_bytes = 1) {
+  if (a.workspace_size < carve(a.cfg, tile_rows, nullptr, nullptr, act_bytes))
     throw std::invalid_argument("moe_mxfp4: workspace too small");
 }
 

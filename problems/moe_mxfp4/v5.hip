@@ -3,7 +3,7 @@
 #include "problems/common/moe_tile_pipeline.h"
 
 namespace {
-size_t workspace_bytes(const MoeConfig& c) { return moe_tiled::workspace_bytes(c); }
+size_t workspace_bytes(const MoeConfig& c) { return moe_tiled::workspace_bytes<moe_tile::ExactDecode>(c); }
 void launch(const MoeArgs& a) { moe_tiled::launch<moe_tiled::Plan, moe_tile::ExactDecode>(a); }
 }  // namespace
 
