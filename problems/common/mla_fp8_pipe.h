@@ -11,6 +11,8 @@
 //        tile maximum, rescales its accumulators and rewrites its P (one more barrier, rare).
 //   PV   warp w owns 64 of the 512 output dims; warp 0 also multiplies P by a column of ones, so the
 //        softmax denominator comes from the very values that weight V.
+// fp8 -> f16 by the hardware conversion: on the H200 it beat bit moves (also with sign-filling byte
+// permutes) and e4m3 mma.sync, which sm_90 runs through conversions (docs/perf.md).
 //
 // Token order. A lane's 4 logical k values of the PV product are tokens 2t, 2t+1, 2t+8, 2t+9 of a
 // 16-token step (t = lane & 3): rows 2 apart in shared memory are 8 banks apart with 592-byte rows, so
@@ -29,12 +31,6 @@
 namespace mla_pipe {
 
 using namespace mla_kernels;
-
-// fp8 -> f16: the hardware conversion (value unchanged), or moving bits (value * 2^-8): with masks
-// and shifts (bits), or with a byte permute that replicates each code's sign into the byte above it,
-// then one shift and one mask (sr; fewer integer instructions), or half of the pairs each way (mix:
-// the hardware ones multiplied by 2^-8 on the f16 pipe).
-enum class Cvt { hw, bits, sr, mix };
 
 constexpr int kWarps = 8;
 constexpr int kTile = 64;
@@ -69,65 +65,18 @@ __device__ inline uint32_t fp8x2_to_f16x2_hw(uint32_t h) {
 #endif
 }
 
-// prmt.b32 with its sign-replicating selectors (bit 3 of a nibble: fill the byte with the selected
-// byte's top bit), which __byte_perm does not promise.
-__device__ inline uint32_t prmt_sign(uint32_t a, uint32_t b, uint32_t sel) {
-#if defined(__CUDA_ARCH__)
-  uint32_t r;
-  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
-  return r;
-#else
-  const uint64_t x = (uint64_t(b) << 32) | a;
-  uint32_t r = 0;
-  for (int i = 0; i < 4; ++i) {
-    const uint32_t nib = (sel >> (4 * i)) & 0xfu, byte = uint32_t(x >> (8 * (nib & 7u))) & 0xffu;
-    r |= ((nib & 8u) ? ((byte & 0x80u) ? 0xffu : 0u) : byte) << (8 * i);
-  }
-  return r;
-#endif
-}
-
-// x holds two 16-bit halves [sign fill : fp8 code]; shifting by 7 puts the code's 7 magnitude bits
-// into the f16 exponent/mantissa fields and a copy of the sign at bit 15; the mask drops the sign's
-// other copy (bit 14) and what spilled from the lower half.
-__device__ inline uint32_t sign_filled_to_f16x2(uint32_t x) { return (x << 7) & 0xbf80bf80u; }
-
-// f16 pair (byte j of a, byte j of b), as Cvt says.
-constexpr uint32_t kF16TwoToMinus8 = 0x1c001c00u;
-
-template <Cvt C>
+// V pair (byte j of a, byte j of b) as an f16 pair.
 __device__ inline uint32_t fp8_pair(uint32_t a, uint32_t b, int j) {
-  if constexpr (C == Cvt::mix) {
-    return (j & 1) ? fp8_pair<Cvt::sr>(a, b, j) : hmul2_bits(fp8_pair<Cvt::hw>(a, b, j), kF16TwoToMinus8);
-  } else if constexpr (C == Cvt::sr) {
-    const uint32_t lo = uint32_t(j), hi = uint32_t(4 + j);
-    return sign_filled_to_f16x2(prmt_sign(a, b, lo | ((8 | lo) << 4) | (hi << 8) | ((8 | hi) << 12)));
-  } else if constexpr (C == Cvt::hw) {
-    return fp8x2_to_f16x2_hw(byte_perm(a, b, uint32_t(j) | (uint32_t(4 + j) << 4)));
-  } else {
-    // bytes 0 and 2 hold the codes; bytes 1 and 3 are don't-care, the masks drop them
-    const uint32_t x = byte_perm(a, b, uint32_t(j) * 0x11u | (uint32_t(4 + j) * 0x1100u));
-    return ((x << 7) & 0x3f803f80u) | ((x << 8) & 0x80008000u);
-  }
+  return fp8x2_to_f16x2_hw(byte_perm(a, b, uint32_t(j) | (uint32_t(4 + j) << 4)));
 }
 
 // K fragment of four consecutive dims (one word).
-template <Cvt C>
-__device__ inline mma::FragB fp8_word(uint32_t w) {
-  if constexpr (C == Cvt::hw) return make_uint2(fp8x2_to_f16x2_hw(w), fp8x2_to_f16x2_hw(w >> 16));
-  else if constexpr (C == Cvt::sr)
-    return make_uint2(sign_filled_to_f16x2(prmt_sign(w, w, 0x9180u)), sign_filled_to_f16x2(prmt_sign(w, w, 0xb3a2u)));
-  else if constexpr (C == Cvt::mix)
-    return make_uint2(hmul2_bits(fp8x2_to_f16x2_hw(w), kF16TwoToMinus8), sign_filled_to_f16x2(prmt_sign(w, w, 0xb3a2u)));
-  else return fp8x4_to_f16x4_scaled(w);
-}
+__device__ inline mma::FragB fp8_word(uint32_t w) { return make_uint2(fp8x2_to_f16x2_hw(w), fp8x2_to_f16x2_hw(w >> 16)); }
 
 // QK on f16 matrix instructions: Q as f16 fragments for all 576 dims (144 registers).
 // Step (p, j) covers dims 64p + 16t + 4j .. +3 for lane group t, so one 16-byte K load feeds 4 steps.
-template <Cvt KC>
 struct QkF16 {
   mma::FragA q[kDimQK / 16];
-  float factor;  // raw dot product * factor = q . k
 
   __device__ void load(const uint16_t* qb, int g, int t) {
 #pragma unroll
@@ -141,7 +90,6 @@ struct QkF16 {
         q[4 * p + 2].row[r] = make_uint2(bf16x2_to_f16x2(hi.x), bf16x2_to_f16x2(hi.y));
         q[4 * p + 3].row[r] = make_uint2(bf16x2_to_f16x2(hi.z), bf16x2_to_f16x2(hi.w));
       }
-    factor = KC == Cvt::hw ? 1.f : 256.f;
   }
   // C layout of mma: out[i] = head g + 8 (i >> 1), token column 2t + (i & 1).
   __device__ void dots(const unsigned char* krow, int t, float out[4]) const {
@@ -151,101 +99,17 @@ struct QkF16 {
 #pragma unroll
     for (int p = 0; p < kDimQK / 64; ++p) {
       const uint4 kc = *reinterpret_cast<const uint4*>(krow + 64 * p + 16 * t);
-      mma::mma<mma::Elem::f16>(c[0], q[4 * p + 0], fp8_word<KC>(kc.x));
-      mma::mma<mma::Elem::f16>(c[1], q[4 * p + 1], fp8_word<KC>(kc.y));
-      mma::mma<mma::Elem::f16>(c[2], q[4 * p + 2], fp8_word<KC>(kc.z));
-      mma::mma<mma::Elem::f16>(c[3], q[4 * p + 3], fp8_word<KC>(kc.w));
+      mma::mma<mma::Elem::f16>(c[0], q[4 * p + 0], fp8_word(kc.x));
+      mma::mma<mma::Elem::f16>(c[1], q[4 * p + 1], fp8_word(kc.y));
+      mma::mma<mma::Elem::f16>(c[2], q[4 * p + 2], fp8_word(kc.z));
+      mma::mma<mma::Elem::f16>(c[3], q[4 * p + 3], fp8_word(kc.w));
     }
 #pragma unroll
     for (int i = 0; i < 4; ++i) out[i] = (c[0].v[i] + c[1].v[i]) + (c[2].v[i] + c[3].v[i]);
   }
 };
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-#define MLA_PIPE_E4M3_MMA 1
-__device__ inline uint32_t f32x4_to_e4m3x4(float a, float b, float c, float d) {
-  uint16_t lo, hi;  // cvt puts its first source in the upper byte
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(lo) : "f"(b), "f"(a));
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(hi) : "f"(d), "f"(c));
-  return uint32_t(lo) | (uint32_t(hi) << 16);
-}
-__device__ inline void mma_e4m3(mma::FragC& c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c.v[0]), "+f"(c.v[1]), "+f"(c.v[2]), "+f"(c.v[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-#endif
-
-// QK on fp8 matrix instructions (sm_89+): Q scaled by a power of two (its amax to <= 448) and
-// rounded to e4m3, as the official reference does; K bytes go to the instruction unconverted.
-// Lane group t's 16 bytes at dims 64p + 16t are k 4t..4t+3 (first word) and 16+4t.. (second word)
-// of one k32 step, the last two words those of the next.
-struct QkE4m3 {
-  uint32_t q[kDimQK / 64][2][4];  // [p][row g / g+8][word]
-  float factor;
-
-  __device__ void load(const uint16_t* qb, int g, int t) {
-#if defined(MLA_PIPE_E4M3_MMA)
-    float amax = 0.f;
-#pragma unroll
-    for (int p = 0; p < kDimQK / 64; ++p)
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const uint4* src = reinterpret_cast<const uint4*>(qb + (g + 8 * r) * kDimQK + 64 * p + 16 * t);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const uint4 v = src[h];
-          const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-          for (int e = 0; e < 4; ++e)
-            amax = fmaxf(amax, fmaxf(fabsf(__uint_as_float(w[e] << 16)), fabsf(__uint_as_float(w[e] & 0xffff0000u))));
-        }
-      }
-    amax = warp_max(amax);  // the warp holds all of Q
-    const float scale = amax > 0.f ? exp2f(floorf(log2f(448.f / amax))) : 1.f;
-#pragma unroll
-    for (int p = 0; p < kDimQK / 64; ++p)
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const uint4* src = reinterpret_cast<const uint4*>(qb + (g + 8 * r) * kDimQK + 64 * p + 16 * t);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const uint4 v = src[h];
-          auto lo = [&](uint32_t x) { return __uint_as_float(x << 16) * scale; };
-          auto hi = [&](uint32_t x) { return __uint_as_float(x & 0xffff0000u) * scale; };
-          q[p][r][2 * h + 0] = f32x4_to_e4m3x4(lo(v.x), hi(v.x), lo(v.y), hi(v.y));
-          q[p][r][2 * h + 1] = f32x4_to_e4m3x4(lo(v.z), hi(v.z), lo(v.w), hi(v.w));
-        }
-      }
-    factor = 1.f / scale;
-#else
-    (void)qb; (void)g; (void)t;
-    factor = 0.f;
-#endif
-  }
-  __device__ void dots(const unsigned char* krow, int t, float out[4]) const {
-    mma::FragC c[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) c[j] = mma::FragC{{0.f, 0.f, 0.f, 0.f}};
-#if defined(MLA_PIPE_E4M3_MMA)
-#pragma unroll
-    for (int p = 0; p < kDimQK / 64; ++p) {
-      const uint4 kc = *reinterpret_cast<const uint4*>(krow + 64 * p + 16 * t);
-      mma_e4m3(c[2 * (p & 1) + 0], q[p][0][0], q[p][1][0], q[p][0][1], q[p][1][1], kc.x, kc.y);
-      mma_e4m3(c[2 * (p & 1) + 1], q[p][0][2], q[p][1][2], q[p][0][3], q[p][1][3], kc.z, kc.w);
-    }
-#else
-    (void)krow; (void)t;
-    __builtin_trap();
-#endif
-#pragma unroll
-    for (int i = 0; i < 4; ++i) out[i] = (c[0].v[i] + c[1].v[i]) + (c[2].v[i] + c[3].v[i]);
-  }
-};
-
-template <class Qk, Cvt VC>
-__global__ void __launch_bounds__(kWarps * kernel_warp_size(), 1)
+static __global__ void __launch_bounds__(kWarps * kernel_warp_size(), 1)
     mla_fp8_pipe_kernel(MlaDecodeArgs a, int tokens_per_split, int splits, Partials part) {
 #if defined(MMA_TILE_NVIDIA)
   constexpr int W = kernel_warp_size();
@@ -287,10 +151,10 @@ __global__ void __launch_bounds__(kWarps * kernel_warp_size(), 1)
   for (int s = 0; s < kStages - 1; ++s) issue(s);
   if (tid == 0) *flag_sm = -1;
 
-  Qk qk;
+  QkF16 qk;
   qk.load(a.q + int64_t(b) * kHeads * kDimQK, g, t);
   const float kv_scale = *a.kv_fp8_scale;
-  const float logit_scale = a.cfg.sm_scale * 1.4426950408889634f * kv_scale * qk.factor;
+  const float logit_scale = a.cfg.sm_scale * 1.4426950408889634f * kv_scale;
 
   // This warp's QK tokens: rows c + 4 n (n = 0..7) of the tile; C columns 2t, 2t+1 are n = 2t, 2t+1.
   const int c_w = 32 * (warp >> 2) + (warp & 3);
@@ -375,7 +239,7 @@ __global__ void __launch_bounds__(kWarps * kernel_warp_size(), 1)
         const uint32_t w3 = *reinterpret_cast<const uint32_t*>(r0 + 9 * kRowBytes + 32 * gr);
 #pragma unroll
         for (int j = 0; j < 4; ++j)
-          mma::mma<mma::Elem::f16>(o[gr][j], pa, make_uint2(fp8_pair<VC>(w0, w1, j), fp8_pair<VC>(w2, w3, j)));
+          mma::mma<mma::Elem::f16>(o[gr][j], pa, make_uint2(fp8_pair(w0, w1, j), fp8_pair(w2, w3, j)));
       }
       if (warp == 0) mma::mma<mma::Elem::f16>(lacc, pa, ones);
     }
@@ -389,12 +253,11 @@ __global__ void __launch_bounds__(kWarps * kernel_warp_size(), 1)
     m_sm[g + 8] = m_ref[1];
   }
   __syncthreads();
-  const float out_scale = kv_scale * (VC == Cvt::hw ? 1.f : 256.f);
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int h = g + 8 * (i >> 1);
     const float l = l_sm[h];
-    const float f = l > 0.f ? out_scale / l : 0.f;
+    const float f = l > 0.f ? kv_scale / l : 0.f;
 #pragma unroll
     for (int gr = 0; gr < 2; ++gr) {
       const int dim = 64 * warp + 32 * gr + 4 * (2 * t + (i & 1));  // dims dim .. dim + 3 are n-tiles 0..3
@@ -416,20 +279,19 @@ __global__ void __launch_bounds__(kWarps * kernel_warp_size(), 1)
 #endif
 }
 
-inline SplitPlan pipe_plan(const MlaDecodeConfig& c) {
+static SplitPlan pipe_plan(const MlaDecodeConfig& c) {
   return plan_splits(c.batch_size, c.kv_seq_len, current_device_shape().compute_units, 1, kTile, 128);
 }
 
-inline size_t pipe_workspace_bytes(const MlaDecodeConfig& c) { return partials_bytes(c.batch_size, pipe_plan(c).splits); }
+static size_t pipe_workspace_bytes(const MlaDecodeConfig& c) { return partials_bytes(c.batch_size, pipe_plan(c).splits); }
 
-template <class Qk, Cvt VC>
-void pipe_launch(const MlaDecodeArgs& a, const char* name) {
+static void pipe_launch(const MlaDecodeArgs& a, const char* name) {
   require_mla_shape(a.cfg);
   const SplitPlan plan = pipe_plan(a.cfg);
   if (a.workspace_size < partials_bytes(a.cfg.batch_size, plan.splits))
     throw std::runtime_error(std::string(name) + ": workspace too small");
   static const bool attr_set = [] {
-    harness_check(hipFuncSetAttribute(reinterpret_cast<const void*>(mla_fp8_pipe_kernel<Qk, VC>),
+    harness_check(hipFuncSetAttribute(reinterpret_cast<const void*>(mla_fp8_pipe_kernel),
                                       hipFuncAttributeMaxDynamicSharedMemorySize, int(Smem::total)),
                   "hipFuncSetAttribute(mla_fp8_pipe_kernel)");
     return true;
@@ -437,7 +299,7 @@ void pipe_launch(const MlaDecodeArgs& a, const char* name) {
   (void)attr_set;
   const Partials part = partials_in(a.workspace, a.cfg.batch_size, plan.splits);
   const int threads = kWarps * current_device_shape().warp_size;
-  mla_fp8_pipe_kernel<Qk, VC><<<dim3(plan.splits, a.cfg.batch_size), threads, Smem::total>>>(a, plan.tokens_per_split,
+  mla_fp8_pipe_kernel<<<dim3(plan.splits, a.cfg.batch_size), threads, Smem::total>>>(a, plan.tokens_per_split,
                                                                                             plan.splits, part);
   harness_check_launch(name);
   if (plan.splits > 1) launch_combine(part, a.cfg.batch_size, plan.splits, a.out);
