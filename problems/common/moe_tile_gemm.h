@@ -19,8 +19,8 @@ namespace moe_tile {
 //   Scaled: byte = sign << 7 | (code & 7) << 2 is exactly value * 2^-6 in e4m3 (the 2-bit exponent
 //   lands in the exponent's low bits, the mantissa bit on top of the mantissa; code 1 = 0.5 becomes the
 //   subnormal 2^-7): 8 integer ops a word. lo gets elements 0,2,4,6, hi 1,3,5,7, so activations are
-//   stored with each group of 8 in the order 0,2,4,6,1,3,5,7.
-//   Exact: the e4m3 byte of each value by table lookup (mxfp4_decode.h), natural order.
+//   stored with each group of 8 in the order 0,2,4,6,1,3,5,7. (v3's exact table decode measured 10-25%
+//   slower in this pipeline: docs/perf.md.)
 template <class Self>
 struct Fp8Frags {
   static constexpr int kActBytes = 1;
@@ -55,11 +55,6 @@ struct ScaledDecode : Fp8Frags<ScaledDecode> {
   }
 };
 
-struct ExactDecode : Fp8Frags<ExactDecode> {
-  static constexpr float kUnscale = 1.0f;
-  HD static constexpr int position(int k) { return k; }
-  __device__ static void decode(uint32_t w, uint32_t& lo, uint32_t& hi) { mxfp4::e2m1x8_to_e4m3x8(w, lo, hi); }
-};
 
 // f16 form: two chained m16n8k16 f16 MMAs per k-block, no conversions. Weight value * 2^-14 in f16 is
 // sign << 15 | (code & 7) << 9 (same placement argument; code 1 becomes the subnormal 2^-15): the

@@ -63,7 +63,8 @@ struct Plan<64> {
   using G2 = Cfg<8, 1, 2, 8, 4, 3, 2>;
 };
 
-// Alternative shapes for the matrix-bound tiles (tuning): one block of 8 warps per SM, unrolled K.
+// Alternative shapes for the matrix-bound tiles: one block of 8 warps per SM, unrolled K (measured:
+// better for 64 rows with f16, worse for 32 rows).
 template <int BN>
 struct PlanWide : Plan<BN> {};
 template <>
@@ -298,24 +299,64 @@ template <int BN>
 struct PlanWide {};
 #endif
 
-template <template <int> class P, class D>
-void launch(const MoeArgs& a) {
-  const int bn = tile_rows_for(a.cfg);
-  moe_pipeline::require_workspace(a, bn, D::kActBytes);
+// One tile size: workspace, then the tiled kernels (or, without mma.sync, v2's scalar ones).
+template <int BN, template <int> class P, class D>
+void launch_one(const MoeArgs& a) {
+  moe_pipeline::require_workspace(a, BN, D::kActBytes);
   Workspace ws;
-  moe_pipeline::carve(a.cfg, bn, a.workspace, &ws, D::kActBytes);
+  moe_pipeline::carve(a.cfg, BN, a.workspace, &ws, D::kActBytes);
 #if defined(MOE_HAVE_MMA_SYNC)
-  if (bn == 8) launch_tiled<8, P, D>(a, ws);
-  else if (bn == 16) launch_tiled<16, P, D>(a, ws);
-  else if (bn == 32) launch_tiled<32, P, D>(a, ws);
-  else launch_tiled<64, P, D>(a, ws);
+  launch_tiled<BN, P, D>(a, ws);
 #else
-  moe_pipeline::launch_prologue(a, ws, bn);
-  if (bn == 8) moe_scalar_gemm::launch<8>(a, ws);
-  else if (bn == 16) moe_scalar_gemm::launch<16>(a, ws);
-  else moe_scalar_gemm::launch<32>(a, ws);
+  moe_pipeline::launch_prologue(a, ws, BN);
+  moe_scalar_gemm::launch<(BN < 32 ? BN : 32)>(a, ws);
   moe_pipeline::launch_combine(a, ws);
 #endif
+}
+
+template <template <int> class P, class D>
+void launch(const MoeArgs& a) {
+  switch (tile_rows_for(a.cfg)) {
+    case 8: launch_one<8, P, D>(a); break;
+    case 16: launch_one<16, P, D>(a); break;
+    case 32: launch_one<32, P, D>(a); break;
+    default: launch_one<64, P, D>(a); break;
+  }
+}
+
+// The measured best path per tile size (H200, docs/perf.md 2026-11-29 moe-kernels2): e4m3 shift decode
+// for 8 and 32 rows, f16 for 16, f16 with the 8-warp unrolled plan for 64.
+template <int BN>
+struct Best {
+  using D = moe_tile::ScaledDecode;
+  template <int N>
+  using P = Plan<N>;
+};
+template <>
+struct Best<16> {
+  using D = moe_tile::F16Decode;
+  template <int N>
+  using P = Plan<N>;
+};
+template <>
+struct Best<64> {
+  using D = moe_tile::F16Decode;
+  template <int N>
+  using P = PlanWide<N>;
+};
+
+inline size_t workspace_bytes_best(const MoeConfig& c) {
+  const int bn = tile_rows_for(c);
+  return bn == 16 || bn == 64 ? workspace_bytes<moe_tile::F16Decode>(c) : workspace_bytes<moe_tile::ScaledDecode>(c);
+}
+
+inline void launch_best(const MoeArgs& a) {
+  switch (tile_rows_for(a.cfg)) {
+    case 8: launch_one<8, Best<8>::template P, Best<8>::D>(a); break;
+    case 16: launch_one<16, Best<16>::template P, Best<16>::D>(a); break;
+    case 32: launch_one<32, Best<32>::template P, Best<32>::D>(a); break;
+    default: launch_one<64, Best<64>::template P, Best<64>::D>(a); break;
+  }
 }
 
 }  // namespace
