@@ -37,6 +37,7 @@ struct RunArgs {
   uint64_t seed = 0;
   uint64_t secret_seed = 0;
   std::string json_path;
+  std::string inputs_dir;
   int device = 0;
   bool hot = false, graph = false, oracle = false, no_isolate = false;
   bool record = false;  // merge the results into the local leaderboard (harness/leaderboard.hpp)
@@ -66,6 +67,15 @@ RunOptions to_run_options(const RunArgs& a, const Problem& p, Mode mode) {
     o.flush_bytes_given = true;
   }
   o.oracle = a.oracle;
+  if (!a.inputs_dir.empty()) {
+    if (mode == Mode::leaderboard)
+      throw UsageError("--inputs: leaderboard mode draws fresh inputs before every timed call (use test or benchmark)");
+    if (o.shape_indices.size() != 1)
+      throw UsageError("--inputs holds the tensors of one shape: select it with --shapes N");
+    const std::string wrong = check_input_files(p, mode_shapes(p, mode).at(o.shape_indices[0]), a.inputs_dir);
+    if (!wrong.empty()) throw UsageError(wrong);
+    o.inputs_dir = a.inputs_dir;
+  }
   return o;
 }
 
@@ -117,6 +127,7 @@ std::vector<std::string> worker_argv(const RunArgs& a, const std::string& varian
   if (a.hot) v.push_back("--hot");
   if (a.graph) v.push_back("--graph");
   if (a.oracle) v.push_back("--oracle");
+  if (!a.inputs_dir.empty()) v.insert(v.end(), {"--inputs", a.inputs_dir});
   if (ProgressLine::stderr_is_terminal()) v.push_back("--progress");
   return v;
 }
@@ -223,6 +234,9 @@ Command setup(CLI::App& root) {
   a->seed_opt = app->add_option("--seed", a->seed, "Replace every shape's seed");
   a->secret_opt = app->add_option("--secret-seed", a->secret_seed, "Combine each shape seed with this (Cantor pairing)");
   app->add_option("--json", a->json_path, "Write results JSON here (atomically, after every variant)");
+  app->add_option("--inputs", a->inputs_dir,
+                  "Load the inputs of the one selected shape from DIR/<tensor>.bin (raw bytes, official layouts; "
+                  "e.g. dumped by scripts/export_check.py --dump-inputs) instead of generating them");
   app->add_option("--device", a->device, "GPU index")->capture_default_str();
   app->add_flag("--hot", a->hot, "No cache flush before timed calls (not the official method)");
   app->add_flag("--graph", a->graph, "Time graph replays (not the official method)");

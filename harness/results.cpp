@@ -160,6 +160,7 @@ json shape_json(const ShapeResult& s) {
             {"param_order", json::array()},
             {"seed", s.seed},
             {"timed_seeds", s.timed_seeds},
+            {"inputs_digest", s.inputs_digest},
             {"runs", s.stats.runs},
             {"mean_ns", s.stats.mean},
             {"std_ns", s.stats.std},
@@ -193,6 +194,7 @@ ShapeResult shape_from_json(const json& j) {
   }
   s.seed = j.at("seed").get<uint64_t>();
   s.timed_seeds = j.at("timed_seeds").get<std::vector<uint64_t>>();
+  s.inputs_digest = j.value("inputs_digest", "");  // absent in files written before it existed
   s.stats.runs = j.at("runs").get<int64_t>();
   s.stats.mean = j.at("mean_ns").get<double>();
   s.stats.std = j.at("std_ns").get<double>();
@@ -235,7 +237,8 @@ json to_json(const RunResult& r) {
             {"device_method", r.timing.device_method}}},
           {"seeds",
            {{"seed_override", r.seeds.seed_override ? json(*r.seeds.seed_override) : json(nullptr)},
-            {"secret_seed", r.seeds.secret_seed}}},
+            {"secret_seed", r.seeds.secret_seed},
+            {"inputs_from", r.seeds.inputs_from.empty() ? json(nullptr) : json(r.seeds.inputs_from)}}},
           {"check_reference", r.check_reference},
           {"shapes", shapes},
           {"score_ns", r.score_ns ? num(*r.score_ns) : json(nullptr)},
@@ -262,6 +265,7 @@ RunResult run_from_json(const json& j) {
   const auto& sd = j.at("seeds");
   if (!sd.at("seed_override").is_null()) r.seeds.seed_override = sd.at("seed_override").get<uint64_t>();
   r.seeds.secret_seed = sd.at("secret_seed").get<bool>();
+  if (sd.contains("inputs_from") && !sd.at("inputs_from").is_null()) r.seeds.inputs_from = sd.at("inputs_from").get<std::string>();
   r.check_reference = j.at("check_reference").get<std::string>();
   for (const auto& s : j.at("shapes")) r.shapes.push_back(shape_from_json(s));
   if (!j.at("score_ns").is_null()) r.score_ns = j.at("score_ns").get<double>();

@@ -33,6 +33,7 @@ std::string timing_method(const TimingOptions& t);
 struct SeedInfo {
   std::optional<uint64_t> seed_override;  // --seed
   bool secret_seed = false;               // --secret-seed given (its value is not recorded)
+  std::string inputs_from;                // --inputs DIR, or "" (generated from the seeds)
 };
 
 struct ShapeResult {
@@ -41,6 +42,7 @@ struct ShapeResult {
   std::vector<std::pair<std::string, int64_t>> params;
   uint64_t seed = 0;                      // inputs of the checked (warm-up / test) call
   std::vector<uint64_t> timed_seeds;      // leaderboard: the seed of every timed call
+  std::string inputs_digest;              // hex digest of the checked call's inputs (all tensors)
   Stats stats;                            // nanoseconds
   std::string stop_reason;                // stats::to_string(StopReason); "" in test mode
   double bytes = 0, flops = 0;

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
+#include "harness/atomic_file.hpp"
 #include "harness/build_info.hpp"
 #include "harness/seeds.hpp"
 #include "harness/verdict.hpp"
@@ -21,6 +23,25 @@ const VariantEntry* find_reference_variant(const std::string& problem) {
   for (const auto& v : variant_registry())
     if (v.problem == problem && (v.flags & kVariantReference) && v.backend == Backend::gpu) return &v;
   return nullptr;
+}
+
+namespace {
+std::string input_file(const std::string& dir, const TensorSpec& t) {
+  return (std::filesystem::path(dir) / (t.name + ".bin")).string();
+}
+}  // namespace
+
+std::string check_input_files(const Problem& p, const ShapeCase& s, const std::string& dir) {
+  if (!std::filesystem::is_directory(dir)) return "--inputs " + dir + ": not a directory";
+  for (const auto& t : p.input_specs(s)) {
+    const std::string f = input_file(dir, t);
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(f, ec);
+    if (ec) return fmt::format("--inputs: {} is missing ({} of {} needs {} bytes)", f, t.name, s.label(), t.bytes());
+    if (size != t.bytes())
+      return fmt::format("--inputs: {} has {} bytes; {} of {} needs {}", f, size, t.name, s.label(), t.bytes());
+  }
+  return "";
 }
 
 namespace {
@@ -54,9 +75,25 @@ class ShapeSession {
 
   void generate(uint64_t seed) {
     dev_.generate_inputs(p_, s_, seed, ptrs_);
-    dev_.synchronize();
-    input_hashes_.clear();
-    for (size_t i = 0; i < specs_.size(); ++i) input_hashes_.push_back(dev_.hash(inputs_[i].get(), specs_[i].bytes()));
+    hash_inputs();
+  }
+
+  // The inputs from <dir>/<tensor>.bin (raw bytes in the official layout; sizes checked by the caller).
+  void load(const std::string& dir) {
+    for (size_t i = 0; i < specs_.size(); ++i) {
+      const std::string bytes = read_file(input_file(dir, specs_[i]));
+      if (bytes.size() != specs_[i].bytes()) throw std::runtime_error("wrong size: " + input_file(dir, specs_[i]));
+      dev_.upload(inputs_[i].get(), bytes.data(), bytes.size());
+    }
+    hash_inputs();
+  }
+
+  // One digest of every input tensor: equal digests, identical inputs (e.g. a run on loaded files and
+  // one on generated inputs).
+  std::string inputs_digest() const {
+    uint64_t h = 1469598103934665603ull;
+    for (uint64_t x : input_hashes_) h = (h ^ x) * 1099511628211ull;
+    return fmt::format("{:016x}", h);
   }
 
   void poison() { dev_.fill(out_.get(), kPoisonByte, out_bytes_); }
@@ -103,6 +140,15 @@ class ShapeSession {
   }
 
   const TensorSpec& output_spec() const { return out_spec_; }
+
+ private:
+  void hash_inputs() {
+    dev_.synchronize();
+    input_hashes_.clear();
+    for (size_t i = 0; i < specs_.size(); ++i) input_hashes_.push_back(dev_.hash(inputs_[i].get(), specs_[i].bytes()));
+  }
+
+ public:
 
   // One more call under the device's escaped-work check (output hashed when the end event fires and
   // again after a full synchronize).
@@ -202,9 +248,14 @@ void run_shape(ShapeContext& c, const ShapeCase& s, bool warm_up, ShapeResult& r
   const auto say = [&](const std::string& what) { if (c.progress) c.progress(c.tag + ": " + what); };
   ShapeSession session(c.dev, c.p, c.v, s, c.ref);
   const bool leaderboard = c.o.mode == Mode::leaderboard;
-  if (!leaderboard || warm_up) {  // leaderboard timed calls generate their own inputs
+  if (!c.o.inputs_dir.empty()) {
+    say("loading inputs");
+    session.load(c.o.inputs_dir);
+    r.inputs_digest = session.inputs_digest();
+  } else if (!leaderboard || warm_up) {  // leaderboard timed calls generate their own inputs
     say("generating inputs");
     session.generate(r.seed);
+    r.inputs_digest = session.inputs_digest();
   }
   std::vector<double> durations;
 
@@ -285,6 +336,7 @@ RunResult run_variant(Device& dev, const Problem& p, const VariantEntry& v, cons
   run.mode = o.mode;
   run.seeds.seed_override = o.seed;
   run.seeds.secret_seed = o.secret_seed.has_value();
+  run.seeds.inputs_from = o.inputs_dir;
 
   ShapeContext c{dev, p, v, nullptr, o, o.timing, StopRule{}, progress, ""};
   // The GPU reference checks GPU variants; cpu variants, --oracle and the reference itself use the oracle.

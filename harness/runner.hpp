@@ -21,7 +21,11 @@ struct RunOptions {
   bool flush_bytes_given = false;           // otherwise the cpu device uses a cache-sized flush
   bool oracle = false;                      // check against the float64 oracle even on a GPU build
   std::optional<StopRule> stop_rule;        // default: the mode's caps (tests shorten it)
+  std::string inputs_dir;                   // load <dir>/<tensor>.bin instead of generating (one shape)
 };
+
+// The files --inputs reads for a shape, and what is wrong with them ("" if nothing): one line.
+std::string check_input_files(const Problem& p, const ShapeCase& s, const std::string& dir);
 
 using ProgressFn = std::function<void(const std::string&)>;
 

@@ -51,15 +51,28 @@ bench() {  # problem, variants, benchmark indices
     --json "$out/harness_$1.json" > "$out/harness_$1.log" 2>&1
   echo "harness $1 rc $?" >&2
 }
+# SAME_INPUTS (e.g. "moe_mxfp4=4"): these benchmark shapes are also timed by the harness on the very
+# inputs export_check drew (harness run --inputs), so both sides time identical data.
+inputs=$(mktemp -d /tmp/export_inputs.XXXXXX)
 # Every file of both problems in one process: all compile at once, then each is checked and timed.
 timed=$( (echo "$MLA_TIME" | tr , '\n' | sed '/^$/d; s/^/mla_decode__/'; echo "$MOE_TIME" | tr , '\n' | sed '/^$/d; s/^/moe_mxfp4__/') | paste -sd, -)
 timeout ${CHECK_TIMEOUT:-400} python3 scripts/export_check.py "$subs"/*.py --time "$timed" --max-s "${CHECK_MAX_S:-1.0}" \
   --shapes "${EXPORT_SHAPES:-test,benchmark}" \
   --test-index "mla_decode=${MLA_TESTS:-};moe_mxfp4=${MOE_TESTS:-}" --bench-index "mla_decode=${MLA_BENCH:-};moe_mxfp4=${MOE_BENCH:-}" \
-  --json "$out/export_{problem}.json" > "$out/export_check.log" 2>&1
+  --json "$out/export_{problem}.json" ${SAME_INPUTS:+--dump-inputs "$inputs" --dump-index "$SAME_INPUTS"} \
+  > "$out/export_check.log" 2>&1
 echo "export_check rc $?" >&2
 [ -n "$MLA_TIME" ] && bench mla_decode "$MLA_TIME" "${MLA_BENCH:-}" "${MLA_HARNESS_JSON:-}"
 [ -n "$MOE_TIME" ] && bench moe_mxfp4 "$MOE_TIME" "${MOE_BENCH:-}" "${MOE_HARNESS_JSON:-}"
+for d in "$inputs"/*_benchmark_*; do
+  [ -d "$d" ] || continue
+  n=$(basename "$d"); p=${n%%_benchmark_*}; i=${n##*_benchmark_}
+  v=$([[ $p == mla_decode ]] && echo "$MLA_TIME" || echo "$MOE_TIME")
+  timeout ${HARNESS_TIMEOUT:-150} "$h" run "$p" --variant "$v" --mode benchmark --shapes "$i" --inputs "$d" \
+    --json "$out/same_inputs_${p}_$i.json" > "$out/same_inputs_${p}_$i.log" 2>&1
+  echo "harness $p shape $i on export_check's inputs rc $?" >&2
+done
+rm -rf "$inputs"
 
 python3 - "$out" <<'PY'
 import json, math, os, sys
@@ -105,4 +118,23 @@ for p in ("mla_decode", "moe_mxfp4"):
         print(f"{p:10s} {v:10s} {'== all shapes':34s} {verdict:7s} {'':>10s} {'':>10s} "
               f"{'-' if g is None else f'{g:6.3f}':>6s}  geomean ratio; worst {'-' if worst is None else f'{worst:.3f}'};"
               f" {len(rows) - len(fails)}/{len(rows)} checks pass" + (f"; first failure: {fails[0].get('reason', '')}" if fails else ""))
+
+same = sorted(f for f in os.listdir(out) if f.startswith("same_inputs_") and f.endswith(".json"))
+if same:
+    print("\nthe same inputs on both sides (harness run --inputs on export_check's tensors):")
+    print(f"{'problem':10s} {'variant':10s} {'shape':34s} {'export us':>10s} {'harness us':>10s} {'ratio':>6s}")
+for f in same:
+    hr = load(f)
+    p = f[len("same_inputs_"):-len(".json")].rsplit("_", 1)[0]
+    ex = load(f"export_{p}.json") or {"results": []}
+    for r in (hr or {}).get("runs", []):
+        for s in r.get("shapes", []):
+            rows = [x for x in ex["results"] if x["mode"] == "benchmark" and x.get("index") == s["index"]
+                    and x["submission"] == f"{p}__{r['variant']}"]
+            e = rows[0].get("mean_us") if rows else None
+            hm = s.get("mean_ns", 0) / 1e3 or None
+            ratio = e / hm if e and hm else None
+            print(f"{p:10s} {r['variant']:10s} {s['label'][:34]:34s} {'-' if e is None else f'{e:10.1f}':>10s} "
+                  f"{'-' if hm is None else f'{hm:10.1f}':>10s} {'-' if ratio is None else f'{ratio:6.3f}':>6s}"
+                  f"  ({r['status']}, inputs {s.get('inputs_digest', '')})")
 PY

@@ -295,6 +295,26 @@ def shape_label(problem, shape):
     return f"dh={shape[0]} de={shape[1]} E={shape[2]}+{shape[4]} k={shape[3]} bs={shape[5]} seed={shape[6]}"
 
 
+def named_inputs(problem, data):
+    """The input tensors by the harness's names (harness run --inputs reads <name>.bin)."""
+    if problem == "mla_decode":
+        q, kv, qo_indptr, kv_indptr, _ = data
+        return {"q": q, "kv_bf16": kv["bf16"], "kv_fp8": kv["fp8"][0], "kv_fp8_scale": kv["fp8"][1],
+                "kv_mxfp4": kv["mxfp4"][0], "kv_mxfp4_scale": kv["mxfp4"][1], "qo_indptr": qo_indptr,
+                "kv_indptr": kv_indptr}
+    names = ("hidden_states", "gate_up_weight", "down_weight", "gate_up_weight_scale", "down_weight_scale",
+             "gate_up_weight_shuffled", "down_weight_shuffled", "gate_up_weight_scale_shuffled",
+             "down_weight_scale_shuffled", "topk_weights", "topk_ids")
+    return dict(zip(names, data[:len(names)]))
+
+
+def dump_inputs(folder, problem, data):
+    """Raw little-endian bytes of every input, official layouts, for `harness run --inputs folder`."""
+    os.makedirs(folder, exist_ok=True)
+    for name, t in named_inputs(problem, data).items():
+        t.detach().contiguous().reshape(-1).view(torch.uint8).cpu().numpy().tofile(os.path.join(folder, name + ".bin"))
+
+
 def load_all(paths):
     """The official compile step, for every file at once: load_inline runs the compilers in
     subprocesses, so threads overlap them (one file takes ~40 s; one after another, a dozen files
@@ -334,11 +354,20 @@ def run_checks(args, problem, subs):
     sets += [("benchmark", s) for s in pick(benches, args.bench_index)] if "benchmark" in args.shapes else []
     print(f"{'submission':14s} {'mode':9s} {'shape':44s} {'verdict':7s} {'mism':>7s} {'relL2':>9s} "
           f"{'maxabs':>9s} {'runs':>5s} {'mean us':>10s}", flush=True)
+    dump_spec = args.dump_index
+    if "=" in dump_spec:  # a problem not named dumps nothing
+        dump_spec = dict(part.split("=", 1) for part in dump_spec.split(";") if part).get(problem, "")
+    dump = [benches[int(i)] for i in dump_spec.split(",")] if args.dump_inputs and dump_spec else []
     for mode, shape in sets:
         data = generate(*shape)
+        if mode == "benchmark" and shape in dump:
+            folder = os.path.join(args.dump_inputs, f"{problem}_benchmark_{benches.index(shape)}")
+            dump_inputs(folder, problem, data)
+            print(f"# inputs of {shape_label(problem, shape)} written to {folder}", flush=True)
         ref = reference(data)
         for name, mod, err in subs:
-            row = {"submission": name, "mode": mode, "shape": shape_label(problem, shape)}
+            row = {"submission": name, "mode": mode, "shape": shape_label(problem, shape),
+                   "index": (tests if mode == "test" else benches).index(shape)}
             if err:
                 row.update(ok=False, reason=err)
             else:
@@ -518,6 +547,9 @@ def main():
     ap.add_argument("--max-s", type=float, default=2.0, help="seconds of timed calls per shape at most")
     ap.add_argument("--spin-ms", type=float, default=2.0)
     ap.add_argument("--json", default="")
+    ap.add_argument("--dump-inputs", default="", metavar="DIR",
+                    help="write the inputs of the --dump-index benchmark shapes to DIR/<problem>_benchmark_<i>/<tensor>.bin")
+    ap.add_argument("--dump-index", default="", help="benchmark shapes to dump, same forms as --test-index")
     ap.add_argument("--golden", default="", help="check the torch reference against this golden folder instead")
     ap.add_argument("--device", default="cuda", help="device of --golden and --smoke (cpu works too)")
     ap.add_argument("--smoke", action="store_true",

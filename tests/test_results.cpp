@@ -322,3 +322,37 @@ TEST_CASE("atomic write: replaces the file; a failed write leaves the old one in
   CHECK(schema_errors(json::parse(read_file(path))).empty());
   fs::remove_all(dir);
 }
+
+TEST_CASE("results: --inputs loads a shape's tensors from files; the digest says which inputs ran") {
+  static FakeProblem p;
+  const ShapeCase shape = p.test_shapes()[1];
+  const auto dir = std::filesystem::temp_directory_path() / ("harness-inputs-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const HostInputs in = p.generate(shape, 5);
+  write_file_atomic((dir / "x.bin").string(),
+                    std::string(reinterpret_cast<const char*>(in.tensors[0].data.data()), in.tensors[0].data.size()));
+  CHECK(check_input_files(p, shape, dir.string()).empty());
+
+  RunOptions o;
+  o.shape_indices = {1};
+  o.inputs_dir = dir.string();
+  const RunResult loaded = run_fake("good", Mode::test, o);
+  INFO(loaded.reason);
+  CHECK(loaded.passed);
+  CHECK(loaded.seeds.inputs_from == dir.string());
+  RunOptions same, other;
+  same.shape_indices = other.shape_indices = {1};
+  same.seed = 5;
+  other.seed = 6;
+  const std::string digest = loaded.shapes.at(0).inputs_digest;
+  CHECK(digest.size() == 16);
+  CHECK(digest == run_fake("good", Mode::test, same).shapes.at(0).inputs_digest);
+  CHECK(digest != run_fake("good", Mode::test, other).shapes.at(0).inputs_digest);
+
+  write_file_atomic((dir / "x.bin").string(), "short");
+  CHECK(check_input_files(p, shape, dir.string()).find("has 5 bytes") != std::string::npos);
+  std::filesystem::remove(dir / "x.bin");
+  CHECK(check_input_files(p, shape, dir.string()).find("is missing") != std::string::npos);
+  std::filesystem::remove_all(dir);
+  CHECK(check_input_files(p, shape, dir.string()).find("not a directory") != std::string::npos);
+}
