@@ -30,7 +30,8 @@ struct Fp8Frags {
   struct B {
     uint32_t r[2];
   };
-  HD static uint32_t encode(uint32_t code) { return mxfp4::e2m1_to_e4m3(code); }
+  static constexpr bool kFolded = false;
+  HD static uint32_t encode(uint32_t code, int /*scale_exp*/) { return mxfp4::e2m1_to_e4m3(code); }
   __device__ static A load_a(const uint8_t* kblock, int lane) {
     A a;
     Self::decode(*reinterpret_cast<const uint32_t*>(kblock + 4 * lane), a.r[0], a.r[2]);
@@ -65,7 +66,8 @@ struct F16Decode {
   static constexpr int kActBytes = 2;
   static constexpr float kUnscale = 16384.0f;
   HD static constexpr int position(int k) { return (k & 1) * 4 + (k >> 1); }
-  HD static uint32_t encode(uint32_t code) {  // f16 bits of the e2m1 value
+  static constexpr bool kFolded = false;
+  HD static uint32_t encode(uint32_t code, int /*scale_exp*/) {  // f16 bits of the e2m1 value
     const uint32_t e = (code >> 1) & 3u, m = code & 1u;
     const uint32_t mag = e ? ((e + 14u) << 10) | (m << 9) : (m ? 0x3800u : 0u);
     return mag | ((code & 8u) << 12);
@@ -100,6 +102,66 @@ struct F16Decode {
     float h[4];
     moe_mma::mma_f16_16x8x16(h, a.r[0], b.r[0], zero);
     moe_mma::mma_f16_16x8x16(d, a.r[1], b.r[1], h);
+  }
+};
+
+// bf16 with both scales folded into the operands (experimental): every e2m1 value times its e8m0
+// scale is exact in bf16 and the products are exact in fp32, so the MMAs accumulate the whole K with no
+// per-k-block rescale. Activations are the bf16 of their dequantized values (0,4,1,5,2,6,3,7 order).
+// A: value * 2^-126 is sign << 15 | (code & 7) << 6 (code 1 = the subnormal 2^-127); nibbles k and k+4
+// of a word land in the two halves with one shift, the sign moves from bit 9 to 15 by adding 63 x
+// itself; then an exact bf16 multiply by 2^(126 + s) (normal for s <= 1), or by 2^126 and 2^s.
+struct Bf16Folded {
+  static constexpr int kActBytes = 2;
+  static constexpr bool kFolded = true;
+  HD static constexpr int position(int k) { return (k & 3) * 2 + (k >> 2); }
+  HD static uint32_t encode(uint32_t code, int scale_exp) {
+    return numerics::f32_to_bf16(mxfp4::e2m1_value(code) * numerics::exp2_f32(scale_exp));
+  }
+  struct A {
+    uint32_t r[2][4];
+  };
+  struct B {
+    uint32_t r[2][2];
+  };
+  __device__ static uint32_t mul_bf16x2(uint32_t x, uint32_t y) {  // x * y + (-0): exact here
+    uint32_t r;
+#if defined(__CUDA_ARCH__)
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(r) : "r"(x), "r"(y), "r"(0x80008000u));
+#else
+    r = x;
+#endif
+    return r;
+  }
+  // Word -> (e0,e4), (e1,e5), (e2,e6), (e3,e7) as bf16 pairs of value * 2^s (s = e8m0 byte b - 127).
+  __device__ static void decode(uint32_t w, uint32_t b, uint32_t q[4]) {
+    const uint32_t sh[4] = {w << 6, w << 2, w >> 2, w >> 6};
+    const bool wide = b > 128u;  // 2^(126 + s) is not a normal bf16: two multiplies
+    const uint32_t m1 = wide ? 0x7E807E80u : b * 0x00800080u + 0x3F003F00u;  // bf16x2 2^126 | 2^(b - 1)
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const uint32_t y = sh[k] & 0x03C003C0u;       // magnitude bits 6-8, sign bit 9, in each half
+      q[k] = mul_bf16x2(y + (y & 0x02000200u) * 63u, m1);  // sign 9 -> 15
+    }
+    if (wide) {
+      const uint32_t m2 = b * 0x00800080u;  // 2^(b - 127)
+#pragma unroll
+      for (int k = 0; k < 4; ++k) q[k] = mul_bf16x2(q[k], m2);
+    }
+  }
+  __device__ static A load_a(const uint8_t* kblock, int lane, uint32_t scale_g, uint32_t scale_g8) {
+    uint32_t lo[4], hi[4];  // rows g and g+8
+    decode(*reinterpret_cast<const uint32_t*>(kblock + 4 * lane), scale_g, lo);
+    decode(*reinterpret_cast<const uint32_t*>(kblock + 128 + 4 * lane), scale_g8, hi);
+    return A{{{lo[0], hi[0], lo[1], hi[1]}, {lo[2], hi[2], lo[3], hi[3]}}};
+  }
+  __device__ static B load_b(const uint8_t* p) {
+    const uint4 v = *reinterpret_cast<const uint4*>(p);
+    return B{{{v.x, v.y}, {v.z, v.w}}};
+  }
+  __device__ static void kblock_acc(float acc[4], const A& a, const B& b) {
+    moe_mma::mma_bf16_16x8x16(acc, a.r[0], b.r[0], acc);
+    moe_mma::mma_bf16_16x8x16(acc, a.r[1], b.r[1], acc);
   }
 };
 
@@ -195,38 +257,61 @@ __device__ inline void mainloop(const Operands& op, const int* rg, const uint8_t
       const int c = i / kXChunks, ch = i % kXChunks;
       cp_async<16>(st + L::kX + c * L::kXStride + ch * 16, xrow[c] + kb0 * 32 * D::kActBytes + ch * 16);
     }
-    for (int c = tid; c < C::BN; c += C::kThreads) cp_async<C::KS>(st + L::kXs + c * C::KS, xsrow[c] + kb0);
+    if constexpr (!D::kFolded)
+      for (int c = tid; c < C::BN; c += C::kThreads) cp_async<C::KS>(st + L::kXs + c * C::KS, xsrow[c] + kb0);
   };
 
   auto compute = [&](int slot) {
-    const uint8_t* st = smem + slot * L::kStageBytes;
+    if constexpr (D::kFolded) {
+      const uint8_t* st = smem + slot * L::kStageBytes;
 #pragma unroll(C::kUnrollK)
-    for (int u = 0; u < C::KS; ++u) {
-      typename D::A a[C::MT];
-      float wsc[C::MT][2];
-#pragma unroll
-      for (int m = 0; m < C::MT; ++m) {
-        const int grp = wm * C::MT + m;
-        a[m] = D::load_a(st + L::kW + (grp * C::KS + u) * 256, lane);
-        const uint8_t* sc = st + L::kWs + (grp * 16 + g) * C::KS + u;
-        wsc[m][0] = mxfp4::e8m0_value(sc[0]) * D::kUnscale;
-        wsc[m][1] = mxfp4::e8m0_value(sc[8 * C::KS]) * D::kUnscale;
-      }
-#pragma unroll
-      for (int j = 0; j < C::NG; ++j) {
-        const int col = (wn * C::NG + j) * 8;
-        const typename D::B b =
-            D::load_b(st + L::kX + (col + g) * L::kXStride + (u * 32 + 8 * t) * D::kActBytes);
-        const uint8_t* xs = st + L::kXs + (col + 2 * t) * C::KS + u;
-        const float x0 = mxfp4::e8m0_value(xs[0]), x1 = mxfp4::e8m0_value(xs[C::KS]);
+      for (int u = 0; u < C::KS; ++u) {
+        typename D::A a[C::MT];
 #pragma unroll
         for (int m = 0; m < C::MT; ++m) {
-          float d[4];
-          D::kblock(d, a[m], b);
-          acc[m][j][0] += d[0] * (wsc[m][0] * x0);
-          acc[m][j][1] += d[1] * (wsc[m][0] * x1);
-          acc[m][j][2] += d[2] * (wsc[m][1] * x0);
-          acc[m][j][3] += d[3] * (wsc[m][1] * x1);
+          const int grp = wm * C::MT + m;
+          const uint8_t* sc = st + L::kWs + (grp * 16 + g) * C::KS + u;
+          a[m] = D::load_a(st + L::kW + (grp * C::KS + u) * 256, lane, sc[0], sc[8 * C::KS]);
+        }
+#pragma unroll
+        for (int j = 0; j < C::NG; ++j) {
+          const int col = (wn * C::NG + j) * 8;
+          const typename D::B b =
+              D::load_b(st + L::kX + (col + g) * L::kXStride + (u * 32 + 8 * t) * D::kActBytes);
+#pragma unroll
+          for (int m = 0; m < C::MT; ++m) D::kblock_acc(acc[m][j], a[m], b);
+        }
+      }
+    } else {
+      const uint8_t* st = smem + slot * L::kStageBytes;
+#pragma unroll(C::kUnrollK)
+      for (int u = 0; u < C::KS; ++u) {
+        typename D::A a[C::MT];
+        float wsc[C::MT][2];
+#pragma unroll
+        for (int m = 0; m < C::MT; ++m) {
+          const int grp = wm * C::MT + m;
+          a[m] = D::load_a(st + L::kW + (grp * C::KS + u) * 256, lane);
+          const uint8_t* sc = st + L::kWs + (grp * 16 + g) * C::KS + u;
+          wsc[m][0] = mxfp4::e8m0_value(sc[0]) * D::kUnscale;
+          wsc[m][1] = mxfp4::e8m0_value(sc[8 * C::KS]) * D::kUnscale;
+        }
+#pragma unroll
+        for (int j = 0; j < C::NG; ++j) {
+          const int col = (wn * C::NG + j) * 8;
+          const typename D::B b =
+              D::load_b(st + L::kX + (col + g) * L::kXStride + (u * 32 + 8 * t) * D::kActBytes);
+          const uint8_t* xs = st + L::kXs + (col + 2 * t) * C::KS + u;
+          const float x0 = mxfp4::e8m0_value(xs[0]), x1 = mxfp4::e8m0_value(xs[C::KS]);
+#pragma unroll
+          for (int m = 0; m < C::MT; ++m) {
+            float d[4];
+            D::kblock(d, a[m], b);
+            acc[m][j][0] += d[0] * (wsc[m][0] * x0);
+            acc[m][j][1] += d[1] * (wsc[m][0] * x1);
+            acc[m][j][2] += d[2] * (wsc[m][1] * x0);
+            acc[m][j][3] += d[3] * (wsc[m][1] * x1);
+          }
         }
       }
     }

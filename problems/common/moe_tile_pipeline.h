@@ -101,7 +101,7 @@ __global__ void quantize_hidden8(const uint16_t* hidden, int64_t n8, uint8_t* x8
 #pragma unroll
   for (int k = 0; k < 8; ++k) {
     const int pos = D::position(k);
-    out[pos / kPer] |= D::encode(mxfp4::quantize_dynamic_code(v[k], s)) << (8 * D::kActBytes * (pos % kPer));
+    out[pos / kPer] |= D::encode(mxfp4::quantize_dynamic_code(v[k], s), s) << (8 * D::kActBytes * (pos % kPer));
   }
   if constexpr (D::kActBytes == 1) reinterpret_cast<uint2*>(x8)[i] = make_uint2(out[0], out[1]);
   else reinterpret_cast<uint4*>(x8)[i] = make_uint4(out[0], out[1], out[2], out[3]);
@@ -204,7 +204,7 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void gate_up(MoeArgs a,
     const int s = numerics::mxfp4_dynamic_scale_exp(amax);
     const int64_t row = tile.row0 + c;
     const int col = n0 + (n & ~7) + D::position(n & 7);
-    const uint32_t bits = D::encode(mxfp4::quantize_dynamic_code(x, s));
+    const uint32_t bits = D::encode(mxfp4::quantize_dynamic_code(x, s), s);
     if constexpr (D::kActBytes == 1) ws.a8[row * I + col] = uint8_t(bits);
     else reinterpret_cast<uint16_t*>(ws.a8)[row * I + col] = uint16_t(bits);
     if (lane == 0) ws.as[row * KBI + (n0 + n) / kB] = uint8_t(s + 127);
@@ -321,41 +321,6 @@ void launch(const MoeArgs& a) {
     case 16: launch_one<16, P, D>(a); break;
     case 32: launch_one<32, P, D>(a); break;
     default: launch_one<64, P, D>(a); break;
-  }
-}
-
-// The measured best path per tile size (H200, docs/perf.md 2026-11-29 moe-kernels2): e4m3 shift decode
-// for 8 and 32 rows, f16 for 16, f16 with the 8-warp unrolled plan for 64.
-template <int BN>
-struct Best {
-  using D = moe_tile::ScaledDecode;
-  template <int N>
-  using P = Plan<N>;
-};
-template <>
-struct Best<16> {
-  using D = moe_tile::F16Decode;
-  template <int N>
-  using P = Plan<N>;
-};
-template <>
-struct Best<64> {
-  using D = moe_tile::F16Decode;
-  template <int N>
-  using P = PlanWide<N>;
-};
-
-inline size_t workspace_bytes_best(const MoeConfig& c) {
-  const int bn = tile_rows_for(c);
-  return bn == 16 || bn == 64 ? workspace_bytes<moe_tile::F16Decode>(c) : workspace_bytes<moe_tile::ScaledDecode>(c);
-}
-
-inline void launch_best(const MoeArgs& a) {
-  switch (tile_rows_for(a.cfg)) {
-    case 8: launch_one<8, Best<8>::template P, Best<8>::D>(a); break;
-    case 16: launch_one<16, Best<16>::template P, Best<16>::D>(a); break;
-    case 32: launch_one<32, Best<32>::template P, Best<32>::D>(a); break;
-    default: launch_one<64, Best<64>::template P, Best<64>::D>(a); break;
   }
 }
 
