@@ -3,7 +3,8 @@
 # GPU sources are compiled with the per-thread default queue: <<<...>>> launches and runtime calls on
 # queue 0 go to it. In this single-threaded process it orders work exactly like the legacy default queue
 # the official runner uses, and unlike the legacy one it can be captured, which `harness run --graph`
-# needs. Exported submissions are compiled by PyTorch and keep the legacy queue.
+# needs. Exported submissions are compiled by PyTorch and keep the legacy queue. Debian's ROCm 5.2
+# runtime lacks the per-thread entry points (hipEventRecord_spt, ...): its preset turns this off.
 option(HARNESS_PER_THREAD_DEFAULT_QUEUE "compile GPU sources with the per-thread default queue" ON)
 if(HARNESS_PER_THREAD_DEFAULT_QUEUE AND NOT HARNESS_BACKEND STREQUAL "cpu")
   add_compile_definitions(HARNESS_PER_THREAD_DEFAULT_QUEUE=1)  # seen by host sources and tests too
