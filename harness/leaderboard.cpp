@@ -5,6 +5,7 @@
 #include <cmath>
 #include <ctime>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "harness/atomic_file.hpp"
@@ -343,20 +344,33 @@ bool slot_holds(const json& slot, const json& ej) {
 
 }  // namespace
 
+bool replaces_best(const Entry& e, const Entry& best) {
+  if (!eligible_for_best(e)) return false;
+  if (!eligible_for_best(best)) return true;
+  // Scores are geometric means over the shapes a run timed: compare like with like. A run over more
+  // shapes (all of a smaller run's and others) outranks one over fewer, whatever their scores.
+  std::set<std::string> mine, theirs;
+  for (const auto& s : e.shapes) mine.insert(s.label);
+  for (const auto& s : best.shapes) theirs.insert(s.label);
+  if (mine != theirs) {
+    if (std::includes(mine.begin(), mine.end(), theirs.begin(), theirs.end())) return true;
+    if (std::includes(theirs.begin(), theirs.end(), mine.begin(), mine.end())) return false;
+    if (mine.size() != theirs.size()) return mine.size() > theirs.size();
+  }
+  return *e.score_ns < *best.score_ns;
+}
+
 void merge_entry(json& board, const Entry& e) {
   json& slot = slot_for(board, e);
   json ej = to_json(e);
-  if (eligible_for_best(e)) {
-    if (slot["best"].is_null()) {
-      slot["best"] = std::move(ej);
-      return;
-    }
-    const Entry old = entry_from_json(slot["best"]);
-    if (!eligible_for_best(old) || *e.score_ns < *old.score_ns) {
-      slot["history"].push_back(slot["best"]);
-      slot["best"] = std::move(ej);
-      return;
-    }
+  if (eligible_for_best(e) && slot["best"].is_null()) {
+    slot["best"] = std::move(ej);
+    return;
+  }
+  if (!slot["best"].is_null() && replaces_best(e, entry_from_json(slot["best"]))) {
+    slot["history"].push_back(slot["best"]);
+    slot["best"] = std::move(ej);
+    return;
   }
   slot["history"].push_back(std::move(ej));
 }

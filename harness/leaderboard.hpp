@@ -58,6 +58,9 @@ std::vector<Entry> entries_from_results(const nlohmann::json& doc);
 
 // An entry may become "best" only if it passed, has a score, and was timed (not test mode).
 bool eligible_for_best(const Entry& e);
+// Whether e takes the best slot from `best`: eligible, and over a superset of best's shapes (or as many
+// shapes when neither set contains the other) with, on the same shapes, a lower score.
+bool replaces_best(const Entry& e, const Entry& best);
 
 // ---- the file ----
 nlohmann::json empty_leaderboard();

@@ -10,8 +10,8 @@
 #                                    (any build can export); default build/export-dev.
 # export_check.py compiles all files in parallel first (the official compile step; each one's time is
 # logged). Environment: SKIP_GOLDEN (skip the torch reference's golden and smoke checks); EXPORT_SHAPES
-# (test,benchmark by default); MLA_TIME / MOE_TIME: variants timed (default: all exported); MLA_BENCH / MOE_BENCH and
-# MLA_TESTS / MOE_TESTS: shape indices (default: all); CHECK_MAX_S: seconds of timed calls per shape
+# (test,benchmark by default); MLA_TIME / MOE_TIME: variants timed (default: all exported); MLA_BENCH_SHAPES / MOE_BENCH_SHAPES and
+# MLA_TEST_SHAPES / MOE_TEST_SHAPES: shape indices (default: all); CHECK_MAX_S: seconds of timed calls per shape
 # in export_check; HARNESS_TIMEOUT: seconds for each harness run; MLA_HARNESS_JSON / MOE_HARNESS_JSON:
 # a benchmark results file of all shapes already made by the harness (then it is not run again).
 set -uo pipefail
@@ -58,12 +58,12 @@ inputs=$(mktemp -d /tmp/export_inputs.XXXXXX)
 timed=$( (echo "$MLA_TIME" | tr , '\n' | sed '/^$/d; s/^/mla_decode__/'; echo "$MOE_TIME" | tr , '\n' | sed '/^$/d; s/^/moe_mxfp4__/') | paste -sd, -)
 timeout ${CHECK_TIMEOUT:-400} python3 scripts/export_check.py "$subs"/*.py --time "$timed" --max-s "${CHECK_MAX_S:-1.0}" \
   --shapes "${EXPORT_SHAPES:-test,benchmark}" \
-  --test-index "mla_decode=${MLA_TESTS:-};moe_mxfp4=${MOE_TESTS:-}" --bench-index "mla_decode=${MLA_BENCH:-};moe_mxfp4=${MOE_BENCH:-}" \
+  --test-index "mla_decode=${MLA_TEST_SHAPES:-};moe_mxfp4=${MOE_TEST_SHAPES:-}" --bench-index "mla_decode=${MLA_BENCH_SHAPES:-};moe_mxfp4=${MOE_BENCH_SHAPES:-}" \
   --json "$out/export_{problem}.json" ${SAME_INPUTS:+--dump-inputs "$inputs" --dump-index "$SAME_INPUTS"} \
   > "$out/export_check.log" 2>&1
 echo "export_check rc $?" >&2
-[ -n "$MLA_TIME" ] && bench mla_decode "$MLA_TIME" "${MLA_BENCH:-}" "${MLA_HARNESS_JSON:-}"
-[ -n "$MOE_TIME" ] && bench moe_mxfp4 "$MOE_TIME" "${MOE_BENCH:-}" "${MOE_HARNESS_JSON:-}"
+[ -n "$MLA_TIME" ] && bench mla_decode "$MLA_TIME" "${MLA_BENCH_SHAPES:-}" "${MLA_HARNESS_JSON:-}"
+[ -n "$MOE_TIME" ] && bench moe_mxfp4 "$MOE_TIME" "${MOE_BENCH_SHAPES:-}" "${MOE_HARNESS_JSON:-}"
 for d in "$inputs"/*_benchmark_*; do
   [ -d "$d" ] || continue
   n=$(basename "$d"); p=${n%%_benchmark_*}; i=${n##*_benchmark_}

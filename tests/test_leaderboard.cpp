@@ -210,3 +210,27 @@ TEST_CASE("leaderboard: rendering ranks by score and filters", "[leaderboard]") 
   CHECK(only.find("moe_mxfp4") == std::string::npos);
   CHECK(harness::render_leaderboard(board, {"", "No Such GPU"}) == "(no entries)\n");
 }
+
+TEST_CASE("leaderboard: a best is only replaced by a run over at least the same shapes", "[leaderboard]") {
+  lbtest::TempDir dir;
+  const std::string path = dir.file("lb.json");
+  harness::record_result(path, lbtest::two_shapes("v1", 100e3, 400e3));  // 2 shapes, score 200e3
+  // Faster, but over one of the two shapes only (e.g. a leaderboard-mode run of shape 0): history.
+  harness::record_result(path, lbtest::fake_doc("mla_decode", "v1", {{"bs=4 kv=1024", 90e3, 50, true}}));
+  json board = harness::load_leaderboard(path);
+  CHECK(lbtest::near(best_score(board, "v1"), 200e3));
+  CHECK(board["devices"]["Test GPU"]["mla_decode"]["v1"]["history"].size() == 1);
+  // Over three shapes (a superset): replaces the best although its geometric mean is higher.
+  harness::record_result(path, lbtest::fake_doc("mla_decode", "v1", {{"bs=4 kv=1024", 100e3, 50, true},
+                                                                     {"bs=64 kv=8192", 400e3, 50, true},
+                                                                     {"bs=256 kv=8192", 1600e3, 50, true}}));
+  board = harness::load_leaderboard(path);
+  CHECK(lbtest::near(best_score(board, "v1"), 400e3));
+  // Same three shapes, slower: history; faster: best.
+  harness::record_result(path, lbtest::fake_doc("mla_decode", "v1", {{"bs=4 kv=1024", 110e3, 50, true},
+                                                                     {"bs=64 kv=8192", 400e3, 50, true},
+                                                                     {"bs=256 kv=8192", 1600e3, 50, true}}));
+  board = harness::load_leaderboard(path);
+  CHECK(lbtest::near(best_score(board, "v1"), 400e3));
+  CHECK(count_entries(board) == 4);
+}
