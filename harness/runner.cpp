@@ -141,15 +141,6 @@ class ShapeSession {
 
   const TensorSpec& output_spec() const { return out_spec_; }
 
- private:
-  void hash_inputs() {
-    dev_.synchronize();
-    input_hashes_.clear();
-    for (size_t i = 0; i < specs_.size(); ++i) input_hashes_.push_back(dev_.hash(inputs_[i].get(), specs_[i].bytes()));
-  }
-
- public:
-
   // One more call under the device's escaped-work check (output hashed when the end event fires and
   // again after a full synchronize).
   SettleHashes settle_check() {
@@ -158,6 +149,12 @@ class ShapeSession {
   }
 
  private:
+  void hash_inputs() {
+    dev_.synchronize();
+    input_hashes_.clear();
+    for (size_t i = 0; i < specs_.size(); ++i) input_hashes_.push_back(dev_.hash(inputs_[i].get(), specs_[i].bytes()));
+  }
+
   uint64_t arm_guard(DeviceBuffer& b, std::size_t offset) {
     char* g = static_cast<char*>(b.get()) + offset;
     dev_.fill(g, kGuardByte, kGuardBytes);
