@@ -360,25 +360,29 @@ std::string configured_source_dir() {
 #endif
 }
 
-VariantSource locate_variant(const std::string& problem, const std::string& variant, const std::string& source_root) {
-  official_inputs(problem);  // validates the problem
-  std::string root = source_root;
-  if (root.empty()) root = fs::is_directory(configured_source_dir()) ? configured_source_dir() : ".";
-
+std::vector<std::string> exportable_variants(const std::string& problem) {
   std::vector<std::string> gpu;
-  const VariantEntry* compiled = nullptr;
-  for (const auto& v : variant_registry()) {
-    if (v.problem != problem || (v.flags & kVariantPlanted)) continue;
-    if (v.backend == Backend::gpu) gpu.push_back(v.name);
-    if (v.name == variant) compiled = &v;
-  }
-  for (const auto& entry : split_list(build_info().all_gpu_variants)) {
+  for (const auto& v : variant_registry())
+    if (v.problem == problem && !(v.flags & kVariantPlanted) && v.backend == Backend::gpu) gpu.push_back(v.name);
+  for (const auto& entry : split_list(build_info().all_gpu_variants)) {  // also those a cpu build did not compile
     const auto colon = entry.find(':');
     if (colon == std::string::npos || entry.substr(0, colon) != problem) continue;
     const auto name = entry.substr(colon + 1);
     if (std::find(gpu.begin(), gpu.end(), name) == gpu.end()) gpu.push_back(name);
   }
   std::sort(gpu.begin(), gpu.end());
+  return gpu;
+}
+
+VariantSource locate_variant(const std::string& problem, const std::string& variant, const std::string& source_root) {
+  official_inputs(problem);  // validates the problem
+  std::string root = source_root;
+  if (root.empty()) root = fs::is_directory(configured_source_dir()) ? configured_source_dir() : ".";
+
+  const std::vector<std::string> gpu = exportable_variants(problem);
+  const VariantEntry* compiled = nullptr;
+  for (const auto& v : variant_registry())
+    if (v.problem == problem && !(v.flags & kVariantPlanted) && v.name == variant) compiled = &v;
   if (compiled && compiled->backend != Backend::gpu)
     throw ExportError(fmt::format("variant '{}' of {} runs on the host and cannot be exported (GPU variants: {})",
                                   variant, problem, join(gpu, ", ")));

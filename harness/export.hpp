@@ -52,6 +52,8 @@ struct VariantSource {
 // Finds a GPU variant (compiled into this build or only known by name), under source_root
 // (empty: HARNESS_SOURCE_DIR if it exists, else the current directory). Throws ExportError naming
 // the valid choices for an unknown problem or variant, or a host-only variant.
+// Every GPU variant of the problem in the source tree (compiled into this build or not), sorted.
+std::vector<std::string> exportable_variants(const std::string& problem);
 VariantSource locate_variant(const std::string& problem, const std::string& variant, const std::string& source_root);
 
 struct Submission {

@@ -5,7 +5,8 @@
 # (scripts/device_export.sh; its variables such as SAME_INPUTS pass through); logs and JSON under
 # $OUT, tables printed last.
 #   scripts/device_all.sh DIR      DIR holds harness, tests/harness_tests, tests/harness_planted and
-#                                  (optionally) submissions/<problem>__<variant>.py
+#                                  (optionally) submissions/<problem>__<variant>.py (else every GPU
+#                                  variant is exported on the device)
 # Environment: DEADLINE_S (default 420): steps that would start after this many seconds are skipped
 # and say so; MLA_TEST / MOE_TEST, MLA_BENCH / MOE_BENCH: variants in test / benchmark mode (default
 # gpu: every GPU variant of the build); MLA_LB / MOE_LB: variants in leaderboard mode (and graph/hot
@@ -48,7 +49,7 @@ step mla_graph 40 "$h" run mla_decode --variant "${MLA_LB:-v8}" --mode benchmark
 step mla_hot 40 "$h" run mla_decode --variant "${MLA_LB:-v8}" --mode benchmark --shapes 0,1,2 --hot --json "$out/mla_hot.json"
 OUT=$out PLANTED_TIMEOUT=15 step engine_check 240 scripts/device_engine_check.sh "$dir"
 
-if [[ -d "$dir/submissions" ]]; then
+if [[ -x "$h" ]]; then  # exports every GPU variant itself unless DIR/submissions exists
   MLA_HARNESS_JSON=${MLA_HARNESS_JSON:-$out/mla_bench.json} MOE_HARNESS_JSON=${MOE_HARNESS_JSON:-$out/moe_bench.json} \
   CHECK_MAX_S=${CHECK_MAX_S:-0.5} HARNESS_TIMEOUT=${HARNESS_TIMEOUT:-150} step export "${EXPORT_S:-330}" scripts/device_export.sh "$dir"
 fi

@@ -6,8 +6,9 @@
 # problem, variant, export verdict, export mean us, harness mean us, ratio (per benchmark shape and
 # geometric mean).
 #   scripts/device_export.sh [dir]   dir holds `harness` (a GPU build; statically linked runtime) and
-#                                    submissions/<problem>__<variant>.py, made with `harness export`
-#                                    (any build can export); default build/export-dev.
+#                                    optionally submissions/<problem>__<variant>.py, made with `harness
+#                                    export` (any build can export); without it, every GPU variant of
+#                                    both problems is exported there first. Default dir build/export-dev.
 # export_check.py compiles all files in parallel first (the official compile step; each one's time is
 # logged). Environment: SKIP_GOLDEN (skip the torch reference's golden and smoke checks); EXPORT_SHAPES
 # (test,benchmark by default); MLA_TIME / MOE_TIME: variants timed (default: all exported); MLA_BENCH_SHAPES / MOE_BENCH_SHAPES and
@@ -29,6 +30,13 @@ export TORCH_EXTENSIONS_DIR=${TORCH_EXTENSIONS_DIR:-$(mktemp -d /tmp/torch_ext.X
   nvcc --version 2>/dev/null | tail -1; git rev-parse --short HEAD 2>/dev/null; } > "$out/device.txt" 2>&1
 cat "$out/device.txt" >&2
 
+if [[ ! -d "$subs" ]]; then  # export every GPU variant of both problems with the carried build
+  for p in mla_decode moe_mxfp4; do
+    "$h" export "$p" --variant gpu -o "$subs" --source-dir . > "$out/export_$p.log" 2>&1 \
+      || { echo "harness export $p failed: $(tail -1 "$out/export_$p.log")" >&2; exit 1; }
+  done
+  echo "exported $(ls "$subs" | wc -l) submissions into $subs" >&2
+fi
 names() { ls "$subs"/"$1"__*.py 2>/dev/null | sed "s|.*/$1__||; s|\.py$||" | paste -sd, -; }
 MLA_ALL=$(names mla_decode)
 MOE_ALL=$(names moe_mxfp4)

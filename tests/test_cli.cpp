@@ -12,6 +12,7 @@
 
 #include "harness/atomic_file.hpp"
 #include "harness/build_info.hpp"
+#include "harness/variant_registry.hpp"
 #include "tests/catch.hpp"
 
 std::vector<std::string> schema_errors(const nlohmann::json& doc);  // test_results.cpp
@@ -85,6 +86,27 @@ TEST_CASE("cli: --variant gpu / all select this build's variants") {
   CHECK(all.output.find("unknown mode 'bogus'") != std::string::npos);  // the group itself was accepted
   if (harness::build_info().backend == "cpu")
     check_usage_error("run mla_decode --variant gpu", "--variant gpu: no such variants of mla_decode in this cpu build");
+}
+
+TEST_CASE("cli: export --variant gpu writes every GPU variant into a directory") {
+  const auto dir = std::filesystem::temp_directory_path() / ("harness-export-all-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const Ran r = harness_cmd("export moe_mxfp4 --variant gpu -o " + dir.string());
+  INFO(r.output);
+  CHECK(r.code == 0);
+  std::size_t expected = 0;
+  for (const auto& entry : harness::split_list(harness::build_info().all_gpu_variants)) {
+    if (entry.rfind("moe_mxfp4:", 0) != 0) continue;
+    ++expected;
+    CHECK(std::filesystem::is_regular_file(dir / ("moe_mxfp4__" + entry.substr(10) + ".py")));
+  }
+  CHECK(expected > 0);
+  CHECK(static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator(dir), {})) == expected);
+  std::filesystem::remove_all(dir);
+  const std::string file = temp_json("export-not-dir");
+  harness::write_file_atomic(file, "x");
+  check_usage_error("export moe_mxfp4 --variant gpu -o " + file, "must be a directory");
+  std::filesystem::remove(file);
 }
 
 TEST_CASE("cli: list shows problems, variants and shapes") {
