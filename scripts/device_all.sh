@@ -10,7 +10,7 @@
 # Environment: DEADLINE_S (default 420): steps that would start after this many seconds are skipped
 # and say so; MLA_TEST / MOE_TEST, MLA_BENCH / MOE_BENCH: variants in test / benchmark mode (default
 # gpu: every GPU variant of the build); MLA_LB / MOE_LB: variants in leaderboard mode (and graph/hot
-# for mla; default: the best variants, v8 / v10); EXPORT_S: seconds for the export step; STEPS: comma-separated step names to run (default
+# for mla; default: the best variants, v8 / v11); EXPORT_S: seconds for the export step; STEPS: comma-separated step names to run (default
 # all: mla_test moe_test mla_bench moe_bench export mla_leaderboard moe_leaderboard mla_graph mla_hot
 # engine_check).
 set -uo pipefail
@@ -54,7 +54,7 @@ if [[ -x "$h" ]]; then  # exports every GPU variant itself unless DIR/submission
   CHECK_MAX_S=${CHECK_MAX_S:-0.5} HARNESS_TIMEOUT=${HARNESS_TIMEOUT:-150} step export "${EXPORT_S:-330}" scripts/device_export.sh "$dir"
 fi
 step mla_leaderboard 40 "$h" run mla_decode --variant "${MLA_LB:-v8}" --mode leaderboard --shapes 0,3,7 --json "$out/mla_leaderboard.json"
-step moe_leaderboard 40 "$h" run moe_mxfp4 --variant "${MOE_LB:-v10}" --mode leaderboard --shapes 0,3 --json "$out/moe_leaderboard.json"
+step moe_leaderboard 40 "$h" run moe_mxfp4 --variant "${MOE_LB:-v11}" --mode leaderboard --shapes 0,3 --json "$out/moe_leaderboard.json"
 
 results=()
 for n in mla_test moe_test mla_bench moe_bench mla_leaderboard moe_leaderboard mla_graph mla_hot; do
