@@ -37,7 +37,7 @@ step() {  # step NAME LIMIT_S COMMAND...: runs with a time limit unless the dead
   echo "== $name rc $rc" >&2
 }
 
-{ nvidia-smi -L; git rev-parse --short HEAD 2>/dev/null; date -u; } > "$out/device.txt" 2>&1
+{ nvidia-smi -L; "$h" list 2>/dev/null | head -1; date -u; } > "$out/device.txt" 2>&1  # the binary names its commit
 
 # In order of what matters most, so a short lease still gets the correctness and main timings.
 step mla_test 90 "$h" run mla_decode --variant "${MLA_TEST:-gpu}" --mode test --json "$out/mla_test.json"

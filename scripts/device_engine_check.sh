@@ -9,7 +9,7 @@ out=${OUT:-/tmp/device_engine_check}
 mkdir -p "$out"
 planted_timeout=${PLANTED_TIMEOUT:-25}
 
-{ nvidia-smi -L 2>/dev/null || rocm-smi --showproductname 2>/dev/null; git rev-parse --short HEAD 2>/dev/null; } \
+{ nvidia-smi -L 2>/dev/null || rocm-smi --showproductname 2>/dev/null; "$build/harness" list 2>/dev/null | head -1; } \
   > "$out/device.txt"
 
 echo "== engine unit tests" >&2

@@ -27,7 +27,7 @@ export PYTHONUNBUFFERED=1
 # waiting on that lock for its whole time limit (seen on the H200, 2026-11-29).
 export TORCH_EXTENSIONS_DIR=${TORCH_EXTENSIONS_DIR:-$(mktemp -d /tmp/torch_ext.XXXXXX)}
 { nvidia-smi -L 2>/dev/null; python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)';
-  nvcc --version 2>/dev/null | tail -1; git rev-parse --short HEAD 2>/dev/null; } > "$out/device.txt" 2>&1
+  nvcc --version 2>/dev/null | tail -1; "$h" list 2>/dev/null | head -1; } > "$out/device.txt" 2>&1
 cat "$out/device.txt" >&2
 
 if [[ ! -d "$subs" ]]; then  # export every GPU variant of both problems with the carried build

@@ -12,7 +12,7 @@ bench_variants=${3:-$variants}
 out=${OUT:-/tmp/device_mla}
 mkdir -p "$out"
 h="$build/harness"
-{ nvidia-smi -L 2>/dev/null || rocm-smi --showproductname 2>/dev/null; git rev-parse --short HEAD 2>/dev/null; } > "$out/device.txt"
+{ nvidia-smi -L 2>/dev/null || rocm-smi --showproductname 2>/dev/null; "$h" list 2>/dev/null | head -1; } > "$out/device.txt"
 
 echo "== test mode" >&2
 timeout "${TEST_TIMEOUT:-280}" "$h" run mla_decode --variant "$variants" --mode test --json "$out/mla_test.json" > "$out/mla_test.log" 2>&1

@@ -10,7 +10,7 @@ variants=${2:-reference,v1,v2,v3}
 out=${OUT:-/tmp/device_moe}
 mkdir -p "$out"
 h="$build/harness"
-{ nvidia-smi -L 2>/dev/null || rocm-smi --showproductname 2>/dev/null; git rev-parse --short HEAD 2>/dev/null; } > "$out/device.txt"
+{ nvidia-smi -L 2>/dev/null || rocm-smi --showproductname 2>/dev/null; "$h" list 2>/dev/null | head -1; } > "$out/device.txt"
 
 echo "== test mode" >&2
 timeout ${TEST_TIMEOUT:-200} "$h" run moe_mxfp4 --variant "$variants" --mode test --json "$out/moe_test.json" \
