@@ -346,18 +346,17 @@ def run_checks(args, problem, subs):
     timer = Timer(spin_ms=args.spin_ms)
     results, all_ok = [], True
 
-    def pick(shapes, spec):  # "1,3" or "mla_decode=1,3;moe_mxfp4=0"; empty (or problem not named): all
+    def indices(spec):  # "1,3" or "mla_decode=1,3;moe_mxfp4=0": this problem's part ("" if not named)
         if "=" in spec:
             spec = dict(part.split("=", 1) for part in spec.split(";") if part).get(problem, "")
-        return [shapes[int(i)] for i in spec.split(",")] if spec else shapes
+        return [int(i) for i in spec.split(",")] if spec else []
+
+    pick = lambda shapes, spec: [shapes[i] for i in indices(spec)] or shapes  # nothing named: all
     sets = [("test", s) for s in pick(tests, args.test_index)] if "test" in args.shapes else []
     sets += [("benchmark", s) for s in pick(benches, args.bench_index)] if "benchmark" in args.shapes else []
     print(f"{'submission':14s} {'mode':9s} {'shape':44s} {'verdict':7s} {'mism':>7s} {'relL2':>9s} "
           f"{'maxabs':>9s} {'runs':>5s} {'mean us':>10s}", flush=True)
-    dump_spec = args.dump_index
-    if "=" in dump_spec:  # a problem not named dumps nothing
-        dump_spec = dict(part.split("=", 1) for part in dump_spec.split(";") if part).get(problem, "")
-    dump = [benches[int(i)] for i in dump_spec.split(",")] if args.dump_inputs and dump_spec else []
+    dump = [benches[i] for i in indices(args.dump_index)] if args.dump_inputs else []  # nothing named: none
     for mode, shape in sets:
         data = generate(*shape)
         if mode == "benchmark" and shape in dump:
