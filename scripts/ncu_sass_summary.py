@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Summarises an Nsight Compute SASS source page (`ncu --page source --print-source sass --csv`, as
+scripts/device_profile.sh writes it) per kernel: executed warp instructions by opcode, warp-stall
+samples by reason, and the instructions with the most stall samples.
+Usage: ncu_sass_summary.py FILE.sass.csv [--kernel REGEX] [--top N]"""
+import argparse
+import collections
+import csv
+import re
+import sys
+
+
+def sections(path):
+    """Yields (kernel name, header, rows) for every kernel block of the CSV."""
+    name, header, rows = None, None, []
+    for r in csv.reader(open(path, newline="")):
+        if r and r[0] == "Kernel Name":
+            if header:
+                yield name, header, rows
+            name, header, rows = r[1], None, []
+        elif r and r[0] == "Address":
+            header = r
+        elif header and len(r) == len(header):
+            rows.append(r)
+    if header:
+        yield name, header, rows
+
+
+def num(s):
+    try:
+        return float(s.replace(",", ""))
+    except ValueError:
+        return 0.0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("file")
+    ap.add_argument("--kernel", default=".")
+    ap.add_argument("--top", type=int, default=25)
+    o = ap.parse_args()
+    seen = set()
+    for name, h, rows in sections(o.file):
+        if not re.search(o.kernel, name) or name in seen:
+            continue  # ncu repeats a kernel's block once per profiled launch
+        seen.add(name)
+        ix = {c: i for i, c in enumerate(h)}
+        executed = collections.Counter()
+        stalls = collections.Counter()
+        total_inst = 0.0
+        for r in rows:
+            op = r[ix["Source"]].split()
+            op = [t for t in op if not t.startswith("@")]
+            opcode = op[0] if op else "?"
+            n = num(r[ix["Instructions Executed"]])
+            executed[opcode] += n
+            total_inst += n
+            for c, i in ix.items():
+                if c.startswith("stall_") and "Not Issued" not in c:
+                    stalls[c[6:]] += num(r[i])
+        print(f"== {name[:150]}")
+        print(f"   warp instructions executed: {total_inst:,.0f}")
+        print("   by opcode: " + ", ".join(f"{k} {v / total_inst:.1%}" for k, v in executed.most_common(18)))
+        st = sum(stalls.values()) or 1
+        print("   stall samples: " + ", ".join(f"{k} {v / st:.1%}" for k, v in stalls.most_common(10)))
+        hot = sorted(rows, key=lambda r: -num(r[ix["Warp Stall Sampling (All Samples)"]]))[: o.top]
+        samples = sum(num(r[ix["Warp Stall Sampling (All Samples)"]]) for r in rows) or 1
+        for r in hot:
+            reasons = sorted(((num(r[i]), c[6:]) for c, i in ix.items()
+                              if c.startswith("stall_") and "Not Issued" not in c), reverse=True)[:2]
+            print(f"   {num(r[ix['Warp Stall Sampling (All Samples)']]) / samples:6.1%} {r[ix['Address']][-5:]} "
+                  f"{r[ix['Source']].strip()[:60]:60} " + " ".join(f"{c}:{v:.0f}" for v, c in reasons if v))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
