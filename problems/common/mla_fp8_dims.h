@@ -1,25 +1,27 @@
 // mla_decode on fp8 KV with the warps sliced by dimension instead of by token (mla-large, v13):
 // every fp8 byte is read from shared memory once and converted to f16 once, and serves as K and V.
 //
-// Block: 8 dim warps x TG token groups (TG 1: 8 warps, TG 2: 16 warps), 64-token tiles, S-stage ring
-// filled by ONE bulk copy per tile (cp.async.bulk, sm_90, completion on an mbarrier per stage; one
-// thread issues it), so the compute warps issue no copy instructions.
-// Dim warp dw owns latent dims 64 dw .. 64 dw + 63 (for Q K^T and for P V) and rope dims 512 + 8 dw .. + 7
-// (Q K^T only); token group tg owns 64 / TG tokens of every tile.
+// Block: 8 dim warps, one block per SM, 64-token tiles, S-stage ring filled by ONE bulk copy per tile
+// (cp.async.bulk, sm_90, completion on an mbarrier per stage; one thread issues it), so the compute
+// warps issue no copy instructions. PERSIST: min(items, SMs) blocks walk the (batch, split) items and
+// the ring runs across items (see the kernel).
+// Warp dw owns latent dims 64 dw .. 64 dw + 63 (for Q K^T and for P V) and rope dims 512 + 8 dw .. + 7
+// (Q K^T only).
 //   Q K^T, S^T = K Q^T (m16n8k16: A = K, 16 tokens x 16 dims, B = Q^T from registers, 18 per lane, loaded
-//     once): lane (g, t) loads 16 bytes of token rows g, g + 8 (dims 64 dw + 16 t ..), converts each
-//     pair once (cvt e4m3x2 -> f16x2); the dims order inside a k step is chosen so that one 32-bit
+//     once per item): lane (g, t) loads 16 bytes of token rows g, g + 8 (dims 64 dw + 16 t ..), converts
+//     each pair once (cvt e4m3x2 -> f16x2); the dims order inside a k step is chosen so that one 32-bit
 //     word = one k step (Q loaded in the same order). Rope: m16n8k8 on 2 bytes a row.
 //   The converted A fragments are transposed in registers (movmatrix .trans, one per 8x8 block) into
 //     the A fragments of O^T = V^T P^T (rows = dims, k = tokens): no second conversion, no byte permutes.
 //   Partial logits (over the warp's 72 dims) go to shared memory (32 KB a tile); after a barrier,
-//     warp (dw, tg) sums the 8 partials of tokens 8 dw .. + 7 (heads of n tile tg when TG 2) and does
-//     the softmax: v8's lazy block-wide reference maximum (flag when a logit exceeds it by 2^8; the
-//     tile maxima are only computed on flagged tiles, then two more barriers), P as f16 in shared memory.
+//     warp dw sums the 8 partials of tokens 8 dw .. + 7 and does the softmax: v8's lazy block-wide
+//     reference maximum (rescale when a logit exceeds it by 2^8, reported by the second barrier itself,
+//     __syncthreads_or; the tile maxima are only computed on such tiles, then two more barriers), P as
+//     f16 in shared memory.
 //   P V: B = P^T from shared memory (one 64-bit load per k step and n tile: P stored in token order
-//     2t, 2t+1, 2t+8, 2t+9), the denominator by an all-ones A fragment (one mma a tile in 8/TG warps).
+//     2t, 2t+1, 2t+8, 2t+9), the denominator by an all-ones A fragment (one mma a tile and warp).
 // Two barriers per tile; the tile's stage is refilled right after the first (only Q K^T reads it).
-// End: O through shared memory for coalesced stores (TG 2: the two token groups added there).
+// End of an item: O through shared memory for coalesced stores; splits merged by a one-pass combine.
 // Numerics as v8/v11: f16 Q (from bf16), exact f16 K/V from e4m3, fp32 logits / softmax / O, f16 P,
 // per-tensor scale folded into the logit scale and the final normalisation.
 #pragma once
