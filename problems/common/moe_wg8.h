@@ -1,19 +1,24 @@
-// 8-row MoE tiles on the Hopper warpgroup MMA (wgmma e4m3, sm_90a) for the sorted pipeline of
-// moe_tile_pipeline.h. sm_90 has no e4m3 mma.sync (ptxas emulates it with F2FP conversions to f16 and
-// two f16 HMMA per k32 step, plus an FADD of the zero accumulator), but wgmma e4m3 is native:
-//   A = weights, decoded from the shuffled layout into e4m3 registers (value * 2^-6, 7 integer ops a
-//       word: the odd nibbles already have their sign at bit 7 of their byte, so hi = (w & 0x80808080) |
-//       ((w >> 2) & 0x1C1C1C1C); lo does the same on w << 4); the fragment layout is mma.sync
-//       m16n8k32's, warp w of the warpgroup holding rows 16 w .. 16 w + 15 of each 64-row slice;
-//   B = the 8 activation rows from shared memory in the canonical no-swizzle K-major layout (core
-//       matrix = 8 rows x 16 bytes, 128 contiguous bytes; the two 16-byte halves of a k-block 128 apart),
-//       each 32-value k-block stored in MMA-k order (element 8t + 2i at 4t + i, 8t + 2i + 1 at 16 + 4t + i);
-//   one m64n8k32 per (64-row slice, k-block) into its own fresh accumulator, then
-//   acc += d * 2^(sw + sx + 6) in k order, the scale built as float bits with one shift-add:
-//   (weight scale byte << 23) + activation scale word, the activation scale stored by our quantizers
-//   as the int32 (s + 6) << 23 (s = e8m0 exponent; exact while the product is a normal float).
-// Stage copies use precomputed 32-bit offsets (no 64-bit address arithmetic in the loop).
-// Products are exact in fp32 and every k-block's d is exact, so the sums are v11's bit for bit.
+// 8-row MoE tiles (bs x k / routed experts <= 8: the bandwidth-bound shapes) for the sorted pipeline of
+// moe_tile_pipeline.h, with fewer instructions per weight byte than v11's e4m3 mma.sync path (which
+// ptxas runs as F2FP conversions of A and B to f16, two f16 HMMA and an FADD of the zero accumulator):
+//  - gate_up on native f16 mma.sync m16n8k16 (gate_up_f16): a word of 8 e2m1 codes -> four f16 pairs
+//    of value * 2^-14 in 11 integer ops (see decode_f16), activations stored as f16 by the quantizer;
+//  - down on the Hopper warpgroup MMA (wgmma e4m3 m64n8k32, sm_90a): A = the weights decoded into e4m3
+//    registers (value * 2^-6, 7 integer ops a word: the odd nibbles already have their sign at bit 7 of
+//    their byte, hi = (w & 0x80808080) | ((w >> 2) & 0x1C1C1C1C), lo the same on w << 4), the fragment
+//    layout of mma.sync m16n8k32 (warp w of the warpgroup holds rows 16 w .. 16 w + 15 of each 64-row
+//    slice); B = the 8 activation rows read by the tensor unit from shared memory in the canonical
+//    no-swizzle K-major layout (core matrix 8 rows x 16 bytes; the two 16-byte halves of a k-block 128
+//    bytes apart), each 32-value k-block stored in MMA-k order (element 8t + 2i at 4t + i, 8t + 2i + 1 at
+//    16 + 4t + i); one m64n8k32 per (64-row slice, k-block) into a fresh accumulator, issued in groups
+//    with one group in flight while the next is decoded;
+//  - in both, per k-block acc += d * 2^(sw + sx + U) in k order, the scale built as float bits with one
+//    shift-add: (weight scale byte << 23) + an activation scale word (s + U) << 23 written by our
+//    quantizers (U = 14 for f16 A, 6 for e4m3 A; exact while the product is a normal float), and the
+//    stage copies use 32-bit offsets computed once per block.
+// Products and every k-block's d are exact in fp32 and the k-block order is v11's, so the output is
+// v11's bit for bit. Also: a branch-free quantizer of the hidden states and a 1024-thread route, used
+// for every tile size (launch_tiled runs v11's 32/64-row kernels with them).
 #pragma once
 #include "problems/common/moe_tile_pipeline.h"
 
@@ -34,7 +39,8 @@ using moe_pipeline::Workspace;
 HD constexpr int position(int k) { return (k & 1) * 16 + (k >> 3) * 4 + ((k & 7) >> 1); }
 HD constexpr int32_t scale_word(int s) { return int32_t(uint32_t(s + 6) << 23); }
 
-// The workspace of moe_pipeline::carve with 4-byte activation scales.
+// The workspace of moe_pipeline::carve with 4-byte activation scale words (x_bytes: bytes per hidden
+// activation value in x8, 2 for gate_up_f16).
 inline size_t carve(const MoeConfig& c, void* base, Workspace* w, int x_bytes = 1) {
   const moe_pipeline::Sizes s = moe_pipeline::sizes_of(c, 8);
   size_t off = 0;
@@ -60,13 +66,13 @@ inline size_t carve(const MoeConfig& c, void* base, Workspace* w, int x_bytes = 
 constexpr int kLanes = moe_tile::kMmaLanes;
 constexpr int kThreads = 4 * kLanes;  // one warpgroup
 
-// MT 64-row slices x 8 columns, KS k-blocks a stage, STAGES stages, G k-blocks per wgmma group.
-// XMODE: how the activation tile reaches shared memory. 1: 16-byte cp.async.bulk copies (async proxy,
-// completion on an mbarrier per stage: no proxy fence); 0: cp.async + fence.proxy.async before each
-// stage's barrier; 2: cp.async without the fence (diagnostic only: not a valid ordering).
-template <int MT_, int KS_, int STAGES_, int G_, int MIN_BLOCKS_ = 1, int XMODE_ = 1>
+// wgmma tiles: MT 64-row slices x 8 columns, KS k-blocks a stage, STAGES stages, G k-blocks per wgmma
+// group. The activations arrive by cp.async and are made visible to wgmma by fence.proxy.async before
+// each stage's barrier (16-byte cp.async.bulk copies instead measured much slower: ptxas issues them
+// lane by lane).
+template <int MT_, int KS_, int STAGES_, int G_, int MIN_BLOCKS_ = 1>
 struct Cfg {
-  static constexpr int MT = MT_, KS = KS_, STAGES = STAGES_, G = G_, kMinBlocks = MIN_BLOCKS_, XMODE = XMODE_;
+  static constexpr int MT = MT_, KS = KS_, STAGES = STAGES_, G = G_, kMinBlocks = MIN_BLOCKS_;
   static constexpr int BM = 64 * MT, BN = 8;
   static constexpr int kW = 0;                          // [BM/16 groups][KS][256]
   static constexpr int kWs = kW + BM * KS * 16;         // [BM][KS] bytes
@@ -94,26 +100,6 @@ __device__ inline void wg_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 __device__ inline void proxy_fence() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-__device__ inline void mbar_init(uint32_t bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ inline void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
-__device__ inline void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ inline void mbar_wait(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n.reg .pred p;\nWAIT_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-      "@!p bra WAIT_%=;\n}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
-__device__ inline void bulk_copy16(uint32_t dst, const void* src, uint32_t bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], 16, [%2];\n" ::"r"(dst),
-               "l"(src), "r"(bar)
-               : "memory");
-}
 __device__ inline void reg_fence(float& x) { asm volatile("" : "+f"(x)::"memory"); }
 __device__ inline void reg_fence(uint32_t& x) { asm volatile("" : "+r"(x)::"memory"); }
 // d = A (64 x 32 e4m3, registers) x B (32 x 8 e4m3, shared memory), fresh accumulator.
@@ -126,7 +112,8 @@ __device__ inline void wg_mma(float (&d)[4], const uint32_t (&a)[4], uint64_t de
 }
 #endif
 
-// acc[m] (rows 64 m + 16 warp + g, + 8; columns 2t, 2t + 1) = A x B over the whole K.
+// The wgmma mainloop (the down kernel): acc[m] (rows 64 m + 16 warp + g, + 8; columns 2t, 2t + 1) =
+// A x B over the whole K.
 // wbase: the expert's shuffled weights; woff[j]: byte offset of the 16-row group of this thread's
 // j-th weight chunk (group j * kThreads / (KS * 16) ...), see the copy plan below.
 template <class C>
@@ -172,17 +159,7 @@ __device__ inline void mainloop(const uint8_t* wbase, const uint8_t* sbase, cons
   const uint8_t* xssrc = tid < kXsChunks ? xsrow[sc_c] + sc_ch * 16 : nullptr;
   const int xsdst = C::kXs + sc_c * C::KS * 4 + sc_ch * 16;
 
-  __shared__ __align__(8) uint64_t mbar[C::STAGES];
-  const uint32_t mbar_s = static_cast<uint32_t>(__cvta_generic_to_shared(mbar));
   const uint32_t smem_s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  if constexpr (C::XMODE == 1) {
-    if (tid == 0) {
-#pragma unroll
-      for (int s = 0; s < C::STAGES; ++s) mbar_init(mbar_s + 8 * s, 1);
-      mbar_init_fence();
-    }
-    __syncthreads();
-  }
 
   auto load = [&](int slot, int kb0) {
     uint8_t* st = smem + slot * C::kStageBytes;
@@ -196,12 +173,7 @@ __device__ inline void mainloop(const uint8_t* wbase, const uint8_t* sbase, cons
 #pragma unroll
     for (int j = 0; j < kSPer; ++j)
       if (tid + kThreads * j < C::BM) moe_tile::cp_async<C::KS>(st + C::kWs + (tid + kThreads * j) * C::KS, sb + soff[j]);
-    if constexpr (C::XMODE == 1) {
-      if (tid == 0) mbar_expect_tx(mbar_s + 8 * slot, kXChunks * 16);
-      if (tid < kXChunks) bulk_copy16(smem_s + slot * C::kStageBytes + xdst, xsrc + kb0 * 32, mbar_s + 8 * slot);
-    } else {
-      if (tid < kXChunks) moe_tile::cp_async<16>(st + xdst, xsrc + kb0 * 32);
-    }
+    if (tid < kXChunks) moe_tile::cp_async<16>(st + xdst, xsrc + kb0 * 32);
     if (tid < kXsChunks) moe_tile::cp_async<16>(st + xsdst, xssrc + kb0 * 4);
   };
 
@@ -304,8 +276,7 @@ __device__ inline void mainloop(const uint8_t* wbase, const uint8_t* sbase, cons
   }
   for (int ks = 0; ks < nk; ++ks) {
     moe_tile::cp_wait<C::STAGES - 2>();
-    if constexpr (C::XMODE == 0) proxy_fence();  // the landed copies -> visible to wgmma's shared-memory reads
-    if constexpr (C::XMODE == 1) mbar_wait(mbar_s + 8 * (ks % C::STAGES), uint32_t(ks / C::STAGES) & 1u);
+    proxy_fence();    // the landed copies -> visible to wgmma's shared-memory reads
     __syncthreads();  // stage ks landed for every thread; stage ks - 1 is no longer read
     const int next = ks + C::STAGES - 1;
     if (next < nk) load(next % C::STAGES, next * C::KS);
@@ -369,38 +340,6 @@ __global__ void quantize_hidden8(const uint16_t* hidden, int64_t n8, uint8_t* x8
   }
 }
 
-// Hidden states -> e4m3 bytes of the e2m1 codes in MMA-k order + int32 scale words. One thread per
-// 8 values (k 8q .. 8q + 7 of a k-block, q = i % 4).
-__global__ void quantize_hidden(const uint16_t* hidden, int64_t n8, uint8_t* x8, int32_t* xs) {
-  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const uint4 raw = i < n8 ? reinterpret_cast<const uint4*>(hidden)[i] : make_uint4(0, 0, 0, 0);
-  const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
-  float v[8];
-  float amax = 0.0f;
-#pragma unroll
-  for (int k = 0; k < 8; ++k) {
-    v[k] = numerics::bf16_to_f32(static_cast<uint16_t>(words[k / 2] >> (16 * (k % 2))));
-    amax = fmaxf(amax, mxfp4::abs_for_amax(v[k]));
-  }
-  amax = fmaxf(amax, __shfl_xor(amax, 1));
-  amax = fmaxf(amax, __shfl_xor(amax, 2));
-  const int s = numerics::mxfp4_dynamic_scale_exp(amax);
-  if (i >= n8) return;
-  const float mul = numerics::exp2_f32(-s);
-  uint32_t lo = 0, hi = 0;
-#pragma unroll
-  for (int k = 0; k < 8; ++k) {
-    const uint32_t b = mxfp4::e2m1_to_e4m3(e2m1_code(v[k], mul));
-    if (k & 1) hi |= b << (8 * (k >> 1));
-    else lo |= b << (8 * (k >> 1));
-  }
-  const int64_t kb = i / 4;
-  const int q = int(i % 4);
-  *reinterpret_cast<uint32_t*>(x8 + kb * 32 + 4 * q) = lo;
-  *reinterpret_cast<uint32_t*>(x8 + kb * 32 + 16 + 4 * q) = hi;
-  if (q == 0) xs[kb] = scale_word(s);
-}
-
 // The requantized SwiGLU output of a BN x BM/2 fp32 tile in shared memory (row stride kStride):
 // e4m3 bytes in MMA-k order and int32 scale words, as the wgmma down kernel reads them.
 template <int BN, int kHalf, int kThreadsT>
@@ -421,87 +360,6 @@ __device__ inline void swiglu_requant(const float* tile_f, int kStride, const Ti
     ws.a8[row * I + col] = uint8_t(mxfp4::e2m1_to_e4m3(mxfp4::quantize_dynamic_code(x, s)));
     if (lane == 0) as[row * KBI + (n0 + n) / kB] = scale_word(s);
   }
-}
-
-// Stage 1. grid (tiles_max, I / (BM / 2)).
-template <class C>
-__global__ __launch_bounds__(kThreads, C::kMinBlocks) void gate_up(MoeArgs a, Workspace ws) {
-  extern __shared__ __align__(128) uint8_t smem_wg8[];
-  uint8_t* smem = smem_wg8;
-  __shared__ int rg[C::BM / 16];
-  __shared__ const uint8_t* xrow[C::BN];
-  __shared__ const uint8_t* xsrow[C::BN];
-  if (int(blockIdx.x) >= *ws.n_tiles) return;
-  const Tile tile = ws.tiles[blockIdx.x];
-  const int H = a.cfg.d_hidden, I = a.cfg.d_expert, T = a.cfg.total_top_k, KB = H / 32;
-  constexpr int kHalf = C::BM / 2;
-  const int n0 = blockIdx.y * kHalf;
-  for (int i = threadIdx.x; i < C::BM / 16; i += kThreads) rg[i] = (i < kHalf / 16 ? n0 : I + n0 - kHalf) / 16 + i;
-  for (int c = threadIdx.x; c < C::BN; c += kThreads) {
-    const int p = ws.sorted_pair[tile.row0 + c];
-    const int64_t token = p >= 0 ? p / T : 0;  // padding rows borrow token 0; never written back
-    xrow[c] = ws.x8 + token * H;
-    xsrow[c] = ws.xs + token * KB * 4;
-  }
-  __syncthreads();
-  float acc[C::MT][4];
-  mainloop<C>(a.gate_up_weight_shuffled + int64_t(tile.expert) * 2 * I * (H / 2),
-              a.gate_up_weight_scale + int64_t(tile.expert) * 2 * I * KB, rg, xrow, xsrow, H / 2, KB, smem, acc);
-  __syncthreads();  // the pipeline buffers become the fp32 tile [BN][BM + 4]
-
-  constexpr int kStride = C::BM + 4;
-  float* tile_f = reinterpret_cast<float*>(smem);
-  {
-    const int lane = threadIdx.x % kLanes, warp = threadIdx.x / kLanes;
-    const int r0 = warp * 16 + lane / 4, c0 = 2 * (lane % 4);
-#pragma unroll
-    for (int m = 0; m < C::MT; ++m)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) tile_f[(c0 + (i & 1)) * kStride + 64 * m + r0 + 8 * (i >> 1)] = acc[m][i];
-  }
-  __syncthreads();
-
-  swiglu_requant<C::BN, kHalf, kThreads>(tile_f, kStride, tile, n0, I, ws);
-}
-
-// Stage 1 on v11's mma.sync block tile (moe_tile::mainloop, D = ScaledDecode activations) with the
-// requantized output in the wgmma down kernel's format. grid (tiles_max, I / (BM / 2)).
-template <class C, class D>
-__global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void gate_up_mma(MoeArgs a, Workspace ws) {
-  extern __shared__ __align__(128) uint8_t smem_wg8[];
-  uint8_t* smem = smem_wg8;
-  __shared__ int rg[C::BM / 16];
-  __shared__ const uint8_t* xrow[C::BN];
-  __shared__ const uint8_t* xsrow[C::BN];
-  if (int(blockIdx.x) >= *ws.n_tiles) return;
-  const Tile tile = ws.tiles[blockIdx.x];
-  const int H = a.cfg.d_hidden, I = a.cfg.d_expert, T = a.cfg.total_top_k, KB = H / 32;
-  constexpr int kHalf = C::BM / 2;
-  const int n0 = blockIdx.y * kHalf;
-  for (int i = threadIdx.x; i < C::BM / 16; i += C::kThreads) rg[i] = (i < kHalf / 16 ? n0 : I + n0 - kHalf) / 16 + i;
-  for (int c = threadIdx.x; c < C::BN; c += C::kThreads) {
-    const int p = ws.sorted_pair[tile.row0 + c];
-    const int64_t token = p >= 0 ? p / T : 0;  // padding rows borrow token 0; never written back
-    xrow[c] = ws.x8 + token * H * D::kActBytes;
-    xsrow[c] = ws.xs + token * KB;
-  }
-  __syncthreads();
-  const moe_tile::Operands op{a.gate_up_weight_shuffled + int64_t(tile.expert) * 2 * I * (H / 2),
-                              a.gate_up_weight_scale + int64_t(tile.expert) * 2 * I * KB, H / 2, KB};
-  float acc[C::MT][C::NG][4];
-  moe_tile::mainloop<C, D>(op, rg, xrow, xsrow, smem, acc);
-  __syncthreads();  // the pipeline buffers become the fp32 tile [BN][BM + 4]
-  constexpr int kStride = C::BM + 4;
-  float* tile_f = reinterpret_cast<float*>(smem);
-  const moe_tile::AccIndex<C> ix;
-#pragma unroll
-  for (int m = 0; m < C::MT; ++m)
-#pragma unroll
-    for (int j = 0; j < C::NG; ++j)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) tile_f[ix.col(j, i) * kStride + ix.row(m, i)] = acc[m][j][i];
-  __syncthreads();
-  swiglu_requant<C::BN, kHalf, C::kThreads>(tile_f, kStride, tile, n0, I, ws);
 }
 
 // Stage 1 for 8-row tiles on f16 mma.sync m16n8k16 (native on sm_80+; no F2FP, no emulated e4m3
@@ -712,58 +570,6 @@ inline void route(const MoeArgs& a, const Workspace& ws, int BN) {
   moe_tiled::route_scan<<<1, kRouteThreads, size_t(2 * s.E + kRouteThreads) * sizeof(int)>>>(
       a.topk_ids, int(s.P), int(s.E), BN, int(s.rows_max), ws.sorted_pair, ws.tiles, ws.n_tiles);
   moe_pipeline::check(hipGetLastError(), "route");
-}
-
-template <class G1, class G2>
-void launch8(const MoeArgs& a) {
-  if (a.workspace_size < carve(a.cfg, nullptr, nullptr)) throw std::invalid_argument("moe_mxfp4: workspace too small");
-  Workspace ws;
-  carve(a.cfg, a.workspace, &ws);
-  const moe_pipeline::Sizes s = moe_pipeline::sizes_of(a.cfg, 8);
-  if (s.I % (G1::BM / 2) || s.H % G2::BM || (s.H / 32) % G1::KS || (s.I / 32) % G2::KS || s.E > 1024)
-    throw std::invalid_argument("moe_mxfp4: shape not supported by the wgmma kernels");
-  const int64_t n8 = s.M * s.H / 8;
-  constexpr int kQuantThreads = 256;
-  quantize_hidden<<<unsigned((n8 + kQuantThreads - 1) / kQuantThreads), kQuantThreads>>>(
-      a.hidden_states, n8, ws.x8, reinterpret_cast<int32_t*>(ws.xs));
-  moe_pipeline::check(hipGetLastError(), "quantize hidden");
-  route(a, ws, 8);
-  constexpr int sm1 = G1::kPipeBytes > 8 * (G1::BM + 4) * 4 ? G1::kPipeBytes : 8 * (G1::BM + 4) * 4;
-  constexpr int sm2 = G2::kPipeBytes;
-  allow_smem(gate_up<G1>, sm1);
-  allow_smem(down<G2>, sm2);
-  gate_up<G1><<<dim3(unsigned(s.tiles_max), unsigned(s.I / (G1::BM / 2))), kThreads, sm1>>>(a, ws);
-  moe_pipeline::check(hipGetLastError(), "wgmma gate_up");
-  down<G2><<<dim3(unsigned(s.tiles_max), unsigned(s.H / G2::BM)), kThreads, sm2>>>(a, ws);
-  moe_pipeline::check(hipGetLastError(), "wgmma down");
-  moe_pipeline::launch_combine(a, ws);
-}
-
-// 8-row tiles: gate_up on v11's mma.sync block tile (G1: moe_tile::Cfg, ScaledDecode activations),
-// down on wgmma (G2: Cfg above).
-template <class G1, class G2>
-void launch8_mma(const MoeArgs& a) {
-  using D = moe_tile::ScaledDecode;
-  if (a.workspace_size < carve(a.cfg, nullptr, nullptr)) throw std::invalid_argument("moe_mxfp4: workspace too small");
-  Workspace ws;
-  carve(a.cfg, a.workspace, &ws);
-  const moe_pipeline::Sizes s = moe_pipeline::sizes_of(a.cfg, 8);
-  if (s.I % (G1::BM / 2) || s.H % G2::BM || (s.H / 32) % G1::KS || (s.I / 32) % G2::KS || s.E > 1024)
-    throw std::invalid_argument("moe_mxfp4: shape not supported by the 8-row kernels");
-  const int64_t n8 = s.M * s.H / 8;
-  constexpr int kQuantThreads = 256;
-  quantize_hidden8<D><<<unsigned((n8 + kQuantThreads - 1) / kQuantThreads), kQuantThreads>>>(a.hidden_states, n8,
-                                                                                              ws.x8, ws.xs);
-  moe_pipeline::check(hipGetLastError(), "quantize hidden");
-  route(a, ws, 8);
-  constexpr int sm1 = moe_tiled::gate_up_smem<G1, D>(), sm2 = G2::kPipeBytes;
-  allow_smem(gate_up_mma<G1, D>, sm1);
-  allow_smem(down<G2>, sm2);
-  gate_up_mma<G1, D><<<dim3(unsigned(s.tiles_max), unsigned(s.I / (G1::BM / 2))), G1::kThreads, sm1>>>(a, ws);
-  moe_pipeline::check(hipGetLastError(), "tiled gate_up");
-  down<G2><<<dim3(unsigned(s.tiles_max), unsigned(s.H / G2::BM)), kThreads, sm2>>>(a, ws);
-  moe_pipeline::check(hipGetLastError(), "wgmma down");
-  moe_pipeline::launch_combine(a, ws);
 }
 
 // 8-row tiles: gate_up on f16 mma.sync (gate_up_f16), down on wgmma (G2).

@@ -1,10 +1,13 @@
-// v12: v11 with the 8-row tiles (E 257 bs 16 / 128, E 33 bs 16) down on the warpgroup MMA, gate_up on v11's mma.sync tile (problems/common/moe_wg8.h:
-// e4m3 wgmma m64n8k32, A = the weights decoded into e4m3 registers by 7 integer ops a word, B = the 8
-// activation rows read by the tensor unit from shared memory, the scale product built as float bits with
-// one shift-add, 32-bit copy offsets hoisted out of the loop); the 64-row tiles (E 33 bs 512) with 8
-// k-blocks a stage instead of 4 (same kernels, PlanWide<64> otherwise); a branch-free e2m1 quantizer of
-// the hidden states and a 1024-thread route for every shape (v11: E rounded up to 64 threads, 64 at
-// E 33). The 32-row tiles are v11's kernels. Builds without mma.sync (AMD) run v11's dispatch.
+// v12: v11 with the 8-row tiles (E 257 bs 16 / 128, E 33 bs 16: up to 8 expected rows per routed expert)
+// on new kernels with about half the instructions per weight byte (problems/common/moe_wg8.h): gate_up on
+// native f16 mma.sync (11 integer ops decode 8 e2m1 codes into four f16 pairs; no F2FP conversions, no
+// emulated e4m3 mma.sync), down on the warpgroup MMA (wgmma e4m3 m64n8k32, A = weights decoded in
+// registers, B = activations from shared memory); per-k-block scales as float bits from one shift-add;
+// copy offsets computed once per block. The 64-row tiles (E 33 bs 512) run v11's kernels with 8 k-blocks
+// a stage instead of 4, the 32-row tiles v11's kernels unchanged; every shape gets a branch-free
+// quantizer of the hidden states and a 1024-thread route (v11: E rounded up to 64 threads, 64 at E 33).
+// Measured on the H200 as candidate v12e (docs/perf-moe-k4.md). Builds without mma.sync (AMD) run v11's
+// dispatch.
 #include "problems/common/moe_wg8.h"
 
 namespace {
@@ -22,8 +25,8 @@ int rows_for(const MoeConfig& c) {
 }
 
 #if defined(MOE_WG8_HOST)
-using MG1 = moe_tile::Cfg<4, 1, 1, 1, 8, 4>;  // gate_up: v11's 8-row block (64 rows x 8, mma.sync)
-using WG2 = moe_wg8::Cfg<4, 4, 3, 1, 3, 0>;  // down: 256 rows x 8, 4 k-blocks a stage, 3 stages, 3 blocks/SM
+using FG1 = moe_wg8::F16Cfg<8, 4>;  // gate_up: 64 rows x 8 f16 mma.sync, 8 k-blocks a stage, 4 stages
+using WG2 = moe_wg8::Cfg<4, 4, 3, 1, 3>;  // down: 256 rows x 8, 4 k-blocks a stage, 3 stages, 3 blocks/SM
 // 8 k-blocks a stage for the 64-row tiles (one 8-warp block per SM, 3 stages: 207 KB).
 template <int BN>
 struct PlanK8 : moe_tiled::PlanWide<BN> {};
@@ -37,7 +40,7 @@ struct PlanK8<64> {
 size_t workspace_bytes(const MoeConfig& c) {
   switch (rows_for(c)) {
 #if defined(MOE_WG8_HOST)
-    case 8: return moe_wg8::carve(c, nullptr, nullptr);
+    case 8: return moe_wg8::carve(c, nullptr, nullptr, 2);  // f16 activations
 #else
     case 8: return moe_pipeline::carve(c, 8, nullptr, nullptr, ScaledDecode::kActBytes);
 #endif
@@ -49,7 +52,7 @@ size_t workspace_bytes(const MoeConfig& c) {
 void launch(const MoeArgs& a) {
 #if defined(MOE_WG8_HOST)
   switch (rows_for(a.cfg)) {
-    case 8: moe_wg8::launch8_mma<MG1, WG2>(a); break;
+    case 8: moe_wg8::launch8_f16<FG1, 4, WG2>(a); break;
     case 32: moe_wg8::launch_tiled<32, moe_tiled::PlanWide, Bf16Folded>(a); break;
     default: moe_wg8::launch_tiled<64, PlanK8, Bf16Folded>(a); break;
   }
@@ -64,7 +67,8 @@ void launch(const MoeArgs& a) {
 }  // namespace
 
 MOE_MXFP4_VARIANT("v12", gpu,
-                  "v11 + 8-row down on wgmma e4m3 (weights decoded in registers, activations from shared memory), 64-row tiles with 8 k-blocks a stage, branch-free quantizer, 1024-thread route",
+                  "v11 + 8-row tiles: gate_up on f16 mma.sync (11-op decode, scale words), down on wgmma e4m3; 64-row tiles with 8 "
+                  "k-blocks a stage; branch-free quantizer; 1024-thread route",
                   "hidden_states,gate_up_weight_shuffled,down_weight_shuffled,gate_up_weight_scale,down_weight_scale,"
                   "topk_weights,topk_ids",
                   0);
