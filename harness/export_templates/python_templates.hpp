@@ -42,6 +42,9 @@ def _gpu_flags():
         flags.append("--offload-arch=" + os.environ.get("HARNESS_OFFLOAD_ARCH", "gfx950"))
     else:
         flags.append("--expt-relaxed-constexpr")
+        # Hopper kernels may use wgmma, which only the arch-specific target has (torch builds plain sm_90).
+        if torch.cuda.get_device_capability() == (9, 0) and not os.environ.get("TORCH_CUDA_ARCH_LIST"):
+            os.environ["TORCH_CUDA_ARCH_LIST"] = "9.0a"
     return flags
 
 
