@@ -19,6 +19,7 @@
 #include "problems/common/mla_fp8_wide.h"
 
 namespace mla_cluster {
+namespace {  // internal linkage: every variant file gets its own kernels, launch statics and attributes
 
 using namespace mla_kernels;
 using mla_wide::kRowBytes;
@@ -587,4 +588,5 @@ inline void launch_small(const SmallChoice& ch, const MlaDecodeArgs& a) {
 
 #endif  // HARNESS_GPU && !AMD
 
+}  // namespace
 }  // namespace mla_cluster

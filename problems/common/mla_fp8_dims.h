@@ -33,6 +33,7 @@
 #include "problems/common/warp_reduce.h"
 
 namespace mla_dims {
+namespace {  // internal linkage: every variant file gets its own kernels, launch statics and attributes
 
 using namespace mla_kernels;
 
@@ -479,4 +480,5 @@ struct Dims {
 
 #endif  // HARNESS_GPU
 
+}  // namespace
 }  // namespace mla_dims

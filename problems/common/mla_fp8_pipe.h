@@ -29,6 +29,7 @@
 #include "problems/common/warp_reduce.h"
 
 namespace mla_pipe {
+namespace {  // internal linkage: every variant file gets its own kernels, launch statics and attributes
 
 using namespace mla_kernels;
 
@@ -307,4 +308,5 @@ static void pipe_launch(const MlaDecodeArgs& a, const char* name) {
 
 #endif  // HARNESS_GPU
 
+}  // namespace
 }  // namespace mla_pipe

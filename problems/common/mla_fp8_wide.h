@@ -25,6 +25,7 @@
 #include "problems/common/warp_reduce.h"
 
 namespace mla_wide {
+namespace {  // internal linkage: every variant file gets its own kernels, launch statics and attributes
 
 using namespace mla_kernels;
 
@@ -415,4 +416,5 @@ struct Wide {
 
 #endif  // HARNESS_GPU
 
+}  // namespace
 }  // namespace mla_wide

@@ -53,8 +53,11 @@ struct MmaLayout {
 #define MLA_MMA_BOUNDS(FMT) __launch_bounds__(FMT::Geo::kWarps * kernel_warp_size(), FMT::kMinBlocks)
 #endif
 
+// static: each variant file gets its own kernel and launcher (and the launcher's attribute flag), see
+// tests/test_kernel_linkage.cpp. (An unnamed namespace here would clash with the variant files'
+// `using namespace mla_kernels` in nvcc's generated stubs.)
 template <class Fmt>
-__global__ void MLA_MMA_BOUNDS(Fmt) mla_mma_kernel(MlaDecodeArgs a, int tokens_per_split, int splits, Partials part) {
+static __global__ void MLA_MMA_BOUNDS(Fmt) mla_mma_kernel(MlaDecodeArgs a, int tokens_per_split, int splits, Partials part) {
   using G = typename Fmt::Geo;
   constexpr int W = kernel_warp_size();
   constexpr int kThreads = G::kWarps * W;
@@ -262,7 +265,7 @@ size_t mma_workspace_bytes(const MlaDecodeConfig& c) {
 }
 
 template <class Fmt>
-void mma_launch(const MlaDecodeArgs& a, const char* name) {
+static void mma_launch(const MlaDecodeArgs& a, const char* name) {
   require_mla_shape(a.cfg);
   const SplitPlan plan = mma_plan<Fmt>(a.cfg);
   if (a.workspace_size < partials_bytes(a.cfg.batch_size, plan.splits))
