@@ -89,6 +89,12 @@ __device__ inline void cluster_arrive() {
   asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
 #endif
 }
+// No fence: only says "this block's earlier reads of the others' shared memory are done" (v15).
+__device__ inline void cluster_arrive_relaxed() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+#endif
+}
 __device__ inline void cluster_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
@@ -99,7 +105,11 @@ __device__ inline uint2 bf16x4(float4 v) {
   return make_uint2(pack16(f32_to_bf16_bits(v.x), f32_to_bf16_bits(v.y)), pack16(f32_to_bf16_bits(v.z), f32_to_bf16_bits(v.w)));
 }
 
-template <int W, int S, int C, int B, bool QR>
+// OPT (v15; 0 = the kernel as v12 / v14 measured it): kOptRelaxedArrive: the second cluster arrive
+// without a release fence; kOptQFirst: Q converted before kv_indptr is checked.
+constexpr int kOptRelaxedArrive = 1, kOptQFirst = 2;
+
+template <int W, int S, int C, int B, bool QR, int OPT = 0>
 __global__ void __launch_bounds__(W * kernel_warp_size(), B)
     mla_fp8_cluster_kernel(MlaDecodeArgs a, int tokens_per_split, int nclus, float* ws) {
 #if defined(MMA_TILE_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -179,15 +189,18 @@ __global__ void __launch_bounds__(W * kernel_warp_size(), B)
       }
     }
     const int64_t kv_begin = a.kv_indptr[b], kv_end = a.kv_indptr[b + 1];
-    if (kv_begin != int64_t(b) * kv_len || kv_end != int64_t(b + 1) * kv_len) {  // block-uniform
-      async_wait<0>();
-      __syncthreads();
-      t0 = kv_begin + int64_t(split) * tokens_per_split;
-      n_tokens = count(kv_begin, kv_end);
-      n_tiles = (n_tokens + T - 1) / T;
+    auto check_indptr = [&]() {
+      if (kv_begin != int64_t(b) * kv_len || kv_end != int64_t(b + 1) * kv_len) {  // block-uniform
+        async_wait<0>();
+        __syncthreads();
+        t0 = kv_begin + int64_t(split) * tokens_per_split;
+        n_tokens = count(kv_begin, kv_end);
+        n_tiles = (n_tokens + T - 1) / T;
 #pragma unroll
-      for (int s = 0; s < S - 1; ++s) issue(s);
-    }
+        for (int s = 0; s < S - 1; ++s) issue(s);
+      }
+    };
+    if constexpr (!(OPT & kOptQFirst)) check_indptr();
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {
       const int c = tid + i * kThreads;
@@ -198,6 +211,7 @@ __global__ void __launch_bounds__(W * kernel_warp_size(), B)
                        mla_wide::bf16x2_to_f16x2(v[i].z), mla_wide::bf16x2_to_f16x2(v[i].w));
       }
     }
+    if constexpr ((OPT & kOptQFirst) != 0) check_indptr();  // the ring is not touched by the Q stores
     if (tid == 0) *flag_sm = -1;
   }
   mla_wide::Qk<QR, 1> qk;
@@ -376,7 +390,11 @@ __global__ void __launch_bounds__(W * kernel_warp_size(), B)
       res[k] = make_float4(res[k].x * inv, res[k].y * inv, res[k].z * inv, res[k].w * inv);
     }
   }
-  cluster_arrive();  // this block is done reading the others' shared memory
+  // This block is done reading the others' shared memory (the merge consumed every loaded value).
+  if constexpr ((OPT & kOptRelaxedArrive) != 0)
+    cluster_arrive_relaxed();
+  else
+    cluster_arrive();
 
   float* ws_o = ws;
   float* ws_lse = ws + size_t(a.cfg.batch_size) * nclus * kHeads * kDimV;
@@ -495,12 +513,12 @@ inline ClusterPlan plan_cluster(int batch, int kv_len, int compute_units, int bl
 // One configuration: W warps (T = 8 W tokens a tile), S ring stages, clusters of C (over 8: the
 // non-portable sizes), B blocks per SM, QR: Q fragments in registers. Launched with the cluster size
 // as a launch attribute.
-template <int W, int S, int C, int B, bool QR = false>
+template <int W, int S, int C, int B, bool QR = false, int OPT = 0>
 struct Fused {
   using L = Smem<W, S>;
   static void prepare() {
     static const bool done = [] {
-      const void* k = reinterpret_cast<const void*>(mla_fp8_cluster_kernel<W, S, C, B, QR>);
+      const void* k = reinterpret_cast<const void*>(mla_fp8_cluster_kernel<W, S, C, B, QR, OPT>);
       harness_check(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(L::total)),
                     "cudaFuncSetAttribute(mla_fp8_cluster_kernel, smem)");
       if (C > 8)
@@ -530,7 +548,7 @@ struct Fused {
       cudaLaunchAttribute attr[1];
       const cudaLaunchConfig_t cfg = config(dim3(C * 64, 1), attr);
       int clusters = 0;
-      if (cudaOccupancyMaxActiveClusters(&clusters, mla_fp8_cluster_kernel<W, S, C, B, QR>, &cfg) != cudaSuccess) {
+      if (cudaOccupancyMaxActiveClusters(&clusters, mla_fp8_cluster_kernel<W, S, C, B, QR, OPT>, &cfg) != cudaSuccess) {
         (void)cudaGetLastError();
         clusters = 0;
       }
@@ -553,7 +571,7 @@ struct Fused {
     prepare();
     cudaLaunchAttribute attr[1];
     const cudaLaunchConfig_t cfg = config(dim3(pl.splits, a.cfg.batch_size), attr);
-    harness_check(cudaLaunchKernelEx(&cfg, mla_fp8_cluster_kernel<W, S, C, B, QR>, a, pl.tokens_per_split, pl.nclus,
+    harness_check(cudaLaunchKernelEx(&cfg, mla_fp8_cluster_kernel<W, S, C, B, QR, OPT>, a, pl.tokens_per_split, pl.nclus,
                                      static_cast<float*>(a.workspace)),
                   name);
     harness_check_launch(name);

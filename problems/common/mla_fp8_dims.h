@@ -102,10 +102,18 @@ __device__ inline void mma_k8(mma::FragC& c, uint32_t a0, uint32_t a1, uint32_t 
 // Position of tile token k (0..63) in a P row: tokens 2t, 2t+1, 2t+8, 2t+9 of each 16 are adjacent.
 __device__ inline int p_pos(int k) { return (k & ~15) + 4 * ((k & 7) >> 1) + 2 * ((k >> 3) & 1) + (k & 1); }
 
+// OPT (v15; 0 = the kernel as v13 / v14 measured it):
+//   kOptFlag: the rescale decision through a flag in shared memory (written before barrier B, read
+//     after it) instead of __syncthreads_or (the first v13's form);
+//   kOptRope: rope in k16 steps: warp dw does the 32 rope dims 512 + 32 (dw & 1) .. of the 16 tokens of
+//     m tile dw >> 1 for both head tiles (LDS.64 a row: 2-way instead of 4-way bank conflicts, 4 k16
+//     mma instead of 8 k8), accumulated into that m tile's partial logits.
+constexpr int kOptFlag = 1, kOptRope = 2;
+
 // PERSIST: one block per SM walks the work items (batch, split) blockIdx.x, + gridDim.x, ...; the
 // ring runs on across items (the next item's first tiles load during this item's last ones), so
 // a block's fill and launch are paid once per SM instead of once per item.
-template <int S, bool PERSIST>
+template <int S, bool PERSIST, int OPT = 0>
 __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     mla_fp8_dims_kernel(MlaDecodeArgs a, int tokens_per_split, int splits, Partials part) {
 #if defined(MLA_DIMS_SM90)
@@ -119,6 +127,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
 
   extern __shared__ __align__(128) unsigned char smem[];
   float4* sp = reinterpret_cast<float4*>(smem + L::sp);
+  int* flag_sm = reinterpret_cast<int*>(smem + L::flag);
   uint16_t* p_sm = reinterpret_cast<uint16_t*>(smem + L::p);
   float* tmax_sm = reinterpret_cast<float*>(smem + L::tmax);
   float* lpart_sm = reinterpret_cast<float*>(smem + L::lpart);
@@ -179,6 +188,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
 #pragma unroll
     for (int s = 0; s < S; ++s) mbar_init(bar0 + 8 * s, 1);
     mbar_init_fence();
+    if constexpr ((OPT & kOptFlag) != 0) *flag_sm = -1;
   }
   __syncthreads();
   if (tid == 0) {
@@ -200,7 +210,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     const Span w = span(item);
     // Q^T fragments of the warp's dims, bf16 -> f16, from global memory: k step p of n tile nt:
     // b0 = dims 64 dw + 16 t + 4 p + {0, 1}, b1 = + {2, 3} of head 8 nt + g; rope: 512 + 8 dw + 2 t + {0, 1}.
-    uint32_t qb[2][4][2], qr[2];
+    uint32_t qb[2][4][2], qr[2], qr2[2][2][2];
     {
       const uint16_t* qbase = a.q + int64_t(w.b) * kHeads * kDimQK;
 #pragma unroll
@@ -212,7 +222,16 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
           qb[nt][p][0] = mla_wide::bf16x2_to_f16x2(v.x);
           qb[nt][p][1] = mla_wide::bf16x2_to_f16x2(v.y);
         }
-        qr[nt] = mla_wide::bf16x2_to_f16x2(*reinterpret_cast<const uint32_t*>(qh + kDimV + 8 * dw + 2 * t));
+        if constexpr ((OPT & kOptRope) != 0) {
+          // k step q: b0 = rope dims 32 (dw & 1) + 8 t + 4 q + {0, 1}, b1 = + {2, 3}.
+          const uint4 v = *reinterpret_cast<const uint4*>(qh + kDimV + 32 * (dw & 1) + 8 * t);
+          qr2[nt][0][0] = mla_wide::bf16x2_to_f16x2(v.x);
+          qr2[nt][0][1] = mla_wide::bf16x2_to_f16x2(v.y);
+          qr2[nt][1][0] = mla_wide::bf16x2_to_f16x2(v.z);
+          qr2[nt][1][1] = mla_wide::bf16x2_to_f16x2(v.w);
+        } else {
+          qr[nt] = mla_wide::bf16x2_to_f16x2(*reinterpret_cast<const uint32_t*>(qh + kDimV + 8 * dw + 2 * t));
+        }
       }
     }
     // Lane heads (softmax state and P V columns): j = 2 nt + e -> head 8 nt + 2 t + e.
@@ -232,6 +251,20 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
       uint32_t vt[4][4][4];
       {
         mma::FragC c[4][2];
+        mma::FragA ropeA[2];  // kOptRope: the warp's rope A fragments (m tile dw >> 1), k steps 0, 1
+        if constexpr ((OPT & kOptRope) != 0) {
+          const unsigned char* rowg = st + (16 * (dw >> 1) + g) * kDimQK + kDimV + 32 * (dw & 1) + 8 * t;
+          const uint2 rg = *reinterpret_cast<const uint2*>(rowg);
+          const uint2 rh = *reinterpret_cast<const uint2*>(rowg + 8 * kDimQK);
+          const uint32_t wg[2] = {rg.x, rg.y}, wh[2] = {rh.x, rh.y};
+#pragma unroll
+          for (int q = 0; q < 2; ++q) {
+            ropeA[q].row[0].x = mla_wide::fp8x2_to_f16x2_hw(wg[q]);
+            ropeA[q].row[1].x = mla_wide::fp8x2_to_f16x2_hw(wh[q]);
+            ropeA[q].row[0].y = mla_wide::fp8x2_to_f16x2_hw(wg[q] >> 16);
+            ropeA[q].row[1].y = mla_wide::fp8x2_to_f16x2_hw(wh[q] >> 16);
+          }
+        }
 #pragma unroll
         for (int mt = 0; mt < 4; ++mt) {
           const int r0 = 16 * mt + g;
@@ -239,8 +272,11 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
           const unsigned char* rowh = rowg + 8 * kDimQK;
           const uint4 kg = *reinterpret_cast<const uint4*>(rowg + 64 * dw + 16 * t);
           const uint4 kh = *reinterpret_cast<const uint4*>(rowh + 64 * dw + 16 * t);
-          const uint32_t rg = *reinterpret_cast<const uint16_t*>(rowg + kDimV + 8 * dw + 2 * t);
-          const uint32_t rh = *reinterpret_cast<const uint16_t*>(rowh + kDimV + 8 * dw + 2 * t);
+          uint32_t rg = 0, rh = 0;
+          if constexpr (!(OPT & kOptRope)) {
+            rg = *reinterpret_cast<const uint16_t*>(rowg + kDimV + 8 * dw + 2 * t);
+            rh = *reinterpret_cast<const uint16_t*>(rowh + kDimV + 8 * dw + 2 * t);
+          }
           const uint32_t wg[4] = {kg.x, kg.y, kg.z, kg.w}, wh[4] = {kh.x, kh.y, kh.z, kh.w};
           c[mt][0] = mma::FragC{{0.f, 0.f, 0.f, 0.f}};
           c[mt][1] = mma::FragC{{0.f, 0.f, 0.f, 0.f}};
@@ -259,9 +295,19 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
             vt[mt][p][2] = movm_t(k.row[1].x);  // dims of k 0..7, tokens 8..15
             vt[mt][p][3] = movm_t(k.row[1].y);
           }
-          const uint32_t ra0 = mla_wide::fp8x2_to_f16x2_hw(rg), ra1 = mla_wide::fp8x2_to_f16x2_hw(rh);
-          mma_k8(c[mt][0], ra0, ra1, qr[0]);
-          mma_k8(c[mt][1], ra0, ra1, qr[1]);
+          if constexpr ((OPT & kOptRope) != 0) {
+            if (mt == (dw >> 1)) {  // warp-uniform
+#pragma unroll
+              for (int q = 0; q < 2; ++q) {
+                mma::mma<mma::Elem::f16>(c[mt][0], ropeA[q], make_uint2(qr2[0][q][0], qr2[0][q][1]));
+                mma::mma<mma::Elem::f16>(c[mt][1], ropeA[q], make_uint2(qr2[1][q][0], qr2[1][q][1]));
+              }
+            }
+          } else {
+            const uint32_t ra0 = mla_wide::fp8x2_to_f16x2_hw(rg), ra1 = mla_wide::fp8x2_to_f16x2_hw(rh);
+            mma_k8(c[mt][0], ra0, ra1, qr[0]);
+            mma_k8(c[mt][1], ra0, ra1, qr[1]);
+          }
         }
         // Partial logits: float4 (heads 2t, 2t+1, 8+2t, 9+2t) per (dim warp, token, t).
 #pragma unroll
@@ -300,9 +346,18 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
       bool over = false;
 #pragma unroll
       for (int i = 0; i < 4; ++i) over |= s[i] > m_ref[i] + kRescaleSlack;
-      write_p();
-      // B: P written; the block learns in the barrier whether any logit passed its reference + 2^8.
-      if (__syncthreads_or(over)) {  // new reference maxima: tile maxima, rescale, P again
+      bool rescale;
+      if constexpr ((OPT & kOptFlag) != 0) {
+        if (over) *flag_sm = int(j);  // read after B; the next write is after the next tile's A
+        write_p();
+        __syncthreads();  // B: P and the flag written
+        rescale = *flag_sm == int(j);
+      } else {
+        write_p();
+        // B: P written; the block learns in the barrier whether any logit passed its reference + 2^8.
+        rescale = __syncthreads_or(over);
+      }
+      if (rescale) {  // new reference maxima: tile maxima, rescale, P again
         float mx[4];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
@@ -445,7 +500,7 @@ static __global__ void combine_splits_wide_kernel(Partials p, int splits, uint16
 
 // Split plan (v8's: one block per SM, 64-token tiles, at least 128 tokens a split), workspace, launch
 // (PERSIST: min(items, SMs) blocks), then the one-pass combine when there is more than one split.
-template <int S, bool PERSIST>
+template <int S, bool PERSIST, int OPT = 0>
 struct Dims {
   static SplitPlan plan(const MlaDecodeConfig& c) {
     return plan_splits(c.batch_size, c.kv_seq_len, current_device_shape().compute_units, 1, kT, 128);
@@ -458,7 +513,7 @@ struct Dims {
     if (a.workspace_size < partials_bytes(a.cfg.batch_size, pl.splits))
       throw std::runtime_error(std::string(name) + ": workspace too small");
     static const bool attr_set = [] {
-      harness_check(hipFuncSetAttribute(reinterpret_cast<const void*>(mla_fp8_dims_kernel<S, PERSIST>),
+      harness_check(hipFuncSetAttribute(reinterpret_cast<const void*>(mla_fp8_dims_kernel<S, PERSIST, OPT>),
                                         hipFuncAttributeMaxDynamicSharedMemorySize, int(L::total)),
                     "hipFuncSetAttribute(mla_fp8_dims_kernel)");
       return true;
@@ -469,7 +524,7 @@ struct Dims {
     const int items = a.cfg.batch_size * pl.splits;
     const dim3 grid = PERSIST ? dim3(unsigned(std::min<int64_t>(items, current_device_shape().compute_units)))
                               : dim3(pl.splits, a.cfg.batch_size);
-    mla_fp8_dims_kernel<S, PERSIST><<<grid, threads, L::total>>>(a, pl.tokens_per_split, pl.splits, part);
+    mla_fp8_dims_kernel<S, PERSIST, OPT><<<grid, threads, L::total>>>(a, pl.tokens_per_split, pl.splits, part);
     harness_check_launch(name);
     if (pl.splits > 1) {
       combine_splits_wide_kernel<<<a.cfg.batch_size * kHeads, kDimV / 4>>>(part, pl.splits, a.out);
