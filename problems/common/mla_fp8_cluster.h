@@ -270,26 +270,8 @@ __global__ void __launch_bounds__(W * kernel_warp_size(), B)
 
     if (*flag_sm == tile) {
       float alpha[2];
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        float m_tile = -INFINITY;
-#pragma unroll
-        for (int k = 0; k < kNQ / 4; ++k) {
-          const float4 v = *reinterpret_cast<const float4*>(tmax_sm + (g + 8 * r) * kNQ + 4 * k);
-          m_tile = fmaxf(m_tile, fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
-        }
-        const float m_new = fmaxf(m_ref[r], m_tile);
-        alpha[r] = m_new == m_ref[r] ? 1.f : exp2f(m_ref[r] - m_new);
-        m_ref[r] = m_new;
-      }
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-#pragma unroll
-        for (int gr = 0; gr < kGroups; ++gr)
-#pragma unroll
-          for (int j = 0; j < 4; ++j) o[gr][j].v[i] *= alpha[i >> 1];
-        lacc.v[i] *= alpha[i >> 1];
-      }
+      mla_softmax::raise_reference<kNQ>(tmax_sm, g, m_ref, alpha);
+      mla_softmax::scale_accumulators<kGroups>(o, lacc, alpha);
       write_p();
       __syncthreads();
     }

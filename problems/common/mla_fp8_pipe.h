@@ -24,6 +24,7 @@
 #include "problems/common/async_copy.h"
 #include "problems/common/launch_check.h"
 #include "problems/common/lowp_pack.h"
+#include "problems/common/mla_softmax_steps.h"
 #include "problems/common/mla_split_kv.h"
 #include "problems/common/mma_tile.h"
 #include "problems/common/warp_reduce.h"
@@ -213,14 +214,7 @@ static __global__ void __launch_bounds__(kWarps * kernel_warp_size(), 1)
         alpha[r] = m_new == m_ref[r] ? 1.f : exp2f(m_ref[r] - m_new);
         m_ref[r] = m_new;
       }
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-#pragma unroll
-        for (int gr = 0; gr < 2; ++gr)
-#pragma unroll
-          for (int j = 0; j < 4; ++j) o[gr][j].v[i] *= alpha[i >> 1];
-        lacc.v[i] *= alpha[i >> 1];
-      }
+      mla_softmax::scale_accumulators<2>(o, lacc, alpha);
       write_p();
       __syncthreads();
     }

@@ -20,6 +20,7 @@
 #include "problems/common/async_copy.h"
 #include "problems/common/launch_check.h"
 #include "problems/common/lowp_pack.h"
+#include "problems/common/mla_softmax_steps.h"
 #include "problems/common/mla_split_kv.h"
 #include "problems/common/mma_tile.h"
 #include "problems/common/warp_reduce.h"
@@ -306,26 +307,8 @@ __global__ void __launch_bounds__(W * kernel_warp_size(), B)
 
     if (*flag_sm == tile) {
       float alpha[2];
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        float m_tile = -INFINITY;
-#pragma unroll
-        for (int k = 0; k < kNQ / 4; ++k) {
-          const float4 v = *reinterpret_cast<const float4*>(tmax_sm + (g + 8 * r) * kNQ + 4 * k);
-          m_tile = fmaxf(m_tile, fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
-        }
-        const float m_new = fmaxf(m_ref[r], m_tile);
-        alpha[r] = m_new == m_ref[r] ? 1.f : exp2f(m_ref[r] - m_new);
-        m_ref[r] = m_new;
-      }
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-#pragma unroll
-        for (int gr = 0; gr < kGroups; ++gr)
-#pragma unroll
-          for (int j = 0; j < 4; ++j) o[gr][j].v[i] *= alpha[i >> 1];
-        lacc.v[i] *= alpha[i >> 1];
-      }
+      mla_softmax::raise_reference<kNQ>(tmax_sm, g, m_ref, alpha);
+      mla_softmax::scale_accumulators<kGroups>(o, lacc, alpha);
       if (softmax) write_p();
       __syncthreads();
     }

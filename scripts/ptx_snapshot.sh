@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Writes the normalised PTX of GPU variant sources to a folder, to show that a refactor of kernel code
+# leaves the compiled kernels unchanged (compare two snapshots with diff -r). Uses a configured cuda
+# build's flags. Normalisation drops what changes without the code changing: .loc/.file lines, comments,
+# and the hash nvcc puts into names of unnamed namespaces.
+#   scripts/ptx_snapshot.sh BUILD_DIR OUT_DIR problems/mla_decode/v11.hip [more .hip files]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=$1 out=$2; shift 2
+mkdir -p "$out"
+flags=$(sed -n 's/^CUDA_FLAGS = //p' "$build/CMakeFiles/harness_objs.dir/flags.make" | sed 's/--generate-code=[^ ]*//; s/-lineinfo//')
+defs=$(sed -n 's/^CUDA_DEFINES = //p' "$build/CMakeFiles/harness_objs.dir/flags.make")
+incs=$(tr '\n' ' ' < "$build/CMakeFiles/harness_objs.dir/includes_CUDA.rsp")
+for src in "$@"; do
+  name=$(echo "$src" | tr '/' '_')
+  # shellcheck disable=SC2086
+  /usr/local/cuda/bin/nvcc $defs $incs $flags -arch=sm_90a -ptx -x cu "$src" -o "$out/$name.raw.ptx" &
+done
+wait
+for f in "$out"/*.raw.ptx; do
+  sed -E '/^\s*\.(loc|file)\b/d; s@//.*$@@; s/[0-9]*_INTERNAL_[0-9a-f]+_[0-9]+_[A-Za-z0-9_]*_[0-9a-f]{8}_[0-9]+/INTERNAL/g; s/[0-9]*_GLOBAL__N__[0-9a-f]+_[0-9]+_[A-Za-z0-9_]*_[0-9a-f]{8}_[0-9]+/ANON/g; s/__nv_static_[0-9a-zA-Z_]+/STATIC/g' "$f" \
+    | grep -v '^\s*$' | python3 -c '
+import re, sys
+# Virtual registers renumbered in order of first use within each function, declarations dropped:
+# the same instructions then read the same however many registers the front end allocated.
+out, names = [], {}
+for line in sys.stdin:
+    if line.startswith((".entry", ".func", ".visible", ".weak")):
+        names = {}
+    if re.match(r"\s*\.reg\s", line):
+        continue
+    line = re.sub(r"%(rd|r|f|fd|p|rs|h|hh)(\d+)", lambda m: "%" + m.group(1) + str(names.setdefault(m.group(0), len(names))), line)
+    out.append(line)
+sys.stdout.write("".join(out))' > "${f%.raw.ptx}.ptx"
+  rm "$f"
+done
