@@ -154,6 +154,17 @@ constexpr int gate_up_smem() {
   return std::max(moe_tile::Layout<C, D>::kPipeBytes, C::BN * (C::BM + 4) * 4);
 }
 
+// SwiGLU of one gate/up pair, rounded to bf16, and the dynamic MXFP4 scale exponent of the block of 32
+// such values held by the lane's 32-lane group (every lane of the group calls it).
+__device__ __forceinline__ float swiglu_bf16_block_scale(float gate, float up, int& s) {
+  const float silu = gate / (1.0f + expf(-gate));
+  const float x = numerics::bf16_to_f32(numerics::f32_to_bf16(silu * up));
+  float amax = mxfp4::abs_for_amax(x);
+  for (int o = mxfp4::kBlock / 2; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor(amax, o));
+  s = numerics::mxfp4_dynamic_scale_exp(amax);
+  return x;
+}
+
 // Stage 1. grid (tiles_max, I / (BM / 2)).
 template <class C, class D>
 __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void gate_up(MoeArgs a, Workspace ws) {
@@ -197,11 +208,8 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void gate_up(MoeArgs a,
   for (int grp = threadIdx.x / kB; grp < kGroups; grp += C::kThreads / kB) {
     const int c = grp / (kHalf / kB), n = (grp % (kHalf / kB)) * kB + lane;
     const float gate = tile_f[c * kStride + n], up = tile_f[c * kStride + kHalf + n];
-    const float silu = gate / (1.0f + expf(-gate));
-    const float x = numerics::bf16_to_f32(numerics::f32_to_bf16(silu * up));
-    float amax = mxfp4::abs_for_amax(x);
-    for (int o = kB / 2; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor(amax, o));
-    const int s = numerics::mxfp4_dynamic_scale_exp(amax);
+    int s;
+    const float x = swiglu_bf16_block_scale(gate, up, s);
     const int64_t row = tile.row0 + c;
     const int col = n0 + (n & ~7) + D::position(n & 7);
     const uint32_t bits = D::encode(mxfp4::quantize_dynamic_code(x, s), s);

@@ -350,11 +350,8 @@ __device__ inline void swiglu_requant(const float* tile_f, int kStride, const Ti
   for (int grp = threadIdx.x / kB; grp < kGroups; grp += kThreadsT / kB) {
     const int c = grp / (kHalf / kB), n = (grp % (kHalf / kB)) * kB + lane;
     const float gate = tile_f[c * kStride + n], up = tile_f[c * kStride + kHalf + n];
-    const float silu = gate / (1.0f + expf(-gate));
-    const float x = numerics::bf16_to_f32(numerics::f32_to_bf16(silu * up));
-    float amax = mxfp4::abs_for_amax(x);
-    for (int o = kB / 2; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor(amax, o));
-    const int s = numerics::mxfp4_dynamic_scale_exp(amax);
+    int s;
+    const float x = moe_tiled::swiglu_bf16_block_scale(gate, up, s);
     const int64_t row = tile.row0 + c;
     const int col = n0 + (n & ~31) + position(n & 31);
     ws.a8[row * I + col] = uint8_t(mxfp4::e2m1_to_e4m3(mxfp4::quantize_dynamic_code(x, s)));

@@ -256,11 +256,8 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void gate_up(MoeArgs a,
   for (int grp = threadIdx.x / kB; grp < kGroups; grp += C::kThreads / kB) {
     const int c = grp / (kHalf / kB), n = (grp % (kHalf / kB)) * kB + lane;
     const float gate = tile_f[c * kStride + n], up = tile_f[c * kStride + kHalf + n];
-    const float silu = gate / (1.0f + expf(-gate));
-    const float xv = numerics::bf16_to_f32(numerics::f32_to_bf16(silu * up));
-    float amax = mxfp4::abs_for_amax(xv);
-    for (int o = kB / 2; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor(amax, o));
-    const int s = numerics::mxfp4_dynamic_scale_exp(amax);
+    int s;
+    const float xv = moe_tiled::swiglu_bf16_block_scale(gate, up, s);
     const int64_t row = tile.row0 + c;
     const int col = n0 + (n & ~7) + Bf16Folded::position(n & 7);
     const uint32_t bits = Bf16Folded::encode(mxfp4::quantize_dynamic_code(xv, s), s);
