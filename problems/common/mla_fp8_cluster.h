@@ -14,6 +14,8 @@
 //     layout gives (batch b owns rows [b kv_len, (b+1) kv_len)); when kv_indptr says otherwise the block
 //     waits for them and issues the right rows (correct for any kv_indptr with these lengths).
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "problems/common/mla_fp8_wide.h"
@@ -49,6 +51,37 @@ struct Smem {
 // Cluster workspace: merged slices [batch][clusters][16][512] f32, log2-sum-exp [batch][clusters][C][16].
 inline size_t cluster_ws_bytes(int batch, int nclus, int C) {
   return nclus <= 1 ? 0 : size_t(batch) * nclus * kHeads * (kDimV + C) * sizeof(float);
+}
+
+struct ClusterPlan {
+  int splits = 0;  // blocks a batch (a multiple of C)
+  int tokens_per_split = 0;
+  int nclus = 0;
+  double cost = 0;  // token-rows per block slot, comparable between configurations
+  int waves = 0;
+  bool ok() const { return splits > 0; }
+};
+
+// Splits: C k blocks a batch (k clusters, k <= 16), tokens a block a multiple of T, no empty cluster.
+// Cost in token rows: waves * (tokens + block overhead) + a cross-cluster merge when k > 1.
+inline ClusterPlan plan_cluster(int batch, int kv_len, int compute_units, int blocks_per_cu, int T, int C,
+                                int max_tokens) {
+  constexpr double kBlockOverhead = 96, kMergeRows = 48;
+  ClusterPlan best;
+  if (kv_len <= 0 || batch <= 0 || int64_t(batch) * C > kMaxCounters) return best;
+  const int slots = std::max(1, compute_units * blocks_per_cu);
+  for (int k = 1; k <= kMaxClusters; ++k) {
+    const int splits = C * k;
+    const int per = ((kv_len + splits - 1) / splits + T - 1) / T * T;
+    const int used = (kv_len + per - 1) / per;
+    if (used <= C * (k - 1)) continue;  // an empty cluster: a smaller k covers it
+    if (per > max_tokens) continue;
+    const double blocks = double(batch) * splits;
+    const double waves = std::ceil(blocks / slots);
+    const double cost = waves * (per + kBlockOverhead) + (k > 1 ? kMergeRows : 0);
+    if (!best.ok() || cost < best.cost) best = {splits, per, k, cost, int(waves)};
+  }
+  return best;
 }
 
 #if defined(HARNESS_GPU) && !defined(__HIP_PLATFORM_AMD__)
@@ -459,37 +492,6 @@ __global__ void __launch_bounds__(W * kernel_warp_size(), B)
   (void)a; (void)tokens_per_split; (void)nclus; (void)ws;
   __builtin_trap();
 #endif
-}
-
-struct ClusterPlan {
-  int splits = 0;  // blocks a batch (a multiple of C)
-  int tokens_per_split = 0;
-  int nclus = 0;
-  double cost = 0;  // token-rows per block slot, comparable between configurations
-  int waves = 0;
-  bool ok() const { return splits > 0; }
-};
-
-// Splits: C k blocks a batch (k clusters, k <= 16), tokens a block a multiple of T, no empty cluster.
-// Cost in token rows: waves * (tokens + block overhead) + a cross-cluster merge when k > 1.
-inline ClusterPlan plan_cluster(int batch, int kv_len, int compute_units, int blocks_per_cu, int T, int C,
-                                int max_tokens) {
-  constexpr double kBlockOverhead = 96, kMergeRows = 48;
-  ClusterPlan best;
-  if (kv_len <= 0 || batch <= 0 || int64_t(batch) * C > kMaxCounters) return best;
-  const int slots = std::max(1, compute_units * blocks_per_cu);
-  for (int k = 1; k <= kMaxClusters; ++k) {
-    const int splits = C * k;
-    const int per = ((kv_len + splits - 1) / splits + T - 1) / T * T;
-    const int used = (kv_len + per - 1) / per;
-    if (used <= C * (k - 1)) continue;  // an empty cluster: a smaller k covers it
-    if (per > max_tokens) continue;
-    const double blocks = double(batch) * splits;
-    const double waves = std::ceil(blocks / slots);
-    const double cost = waves * (per + kBlockOverhead) + (k > 1 ? kMergeRows : 0);
-    if (!best.ok() || cost < best.cost) best = {splits, per, k, cost, int(waves)};
-  }
-  return best;
 }
 
 // One configuration: W warps (T = 8 W tokens a tile), S ring stages, clusters of C (over 8: the
