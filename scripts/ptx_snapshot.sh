@@ -11,12 +11,16 @@ mkdir -p "$out"
 flags=$(sed -n 's/^CUDA_FLAGS = //p' "$build/CMakeFiles/harness_objs.dir/flags.make" | sed 's/--generate-code=[^ ]*//; s/-lineinfo//')
 defs=$(sed -n 's/^CUDA_DEFINES = //p' "$build/CMakeFiles/harness_objs.dir/flags.make")
 incs=$(tr '\n' ' ' < "$build/CMakeFiles/harness_objs.dir/includes_CUDA.rsp")
+pids=()
 for src in "$@"; do
   name=$(echo "$src" | tr '/' '_')
   # shellcheck disable=SC2086
   /usr/local/cuda/bin/nvcc $defs $incs $flags -arch=sm_90a -ptx -x cu "$src" -o "$out/$name.raw.ptx" &
+  pids+=($!)
 done
-wait
+failed=0
+for p in "${pids[@]}"; do wait "$p" || failed=1; done
+(( failed == 0 )) || { echo "ptx_snapshot: nvcc failed (see above)" >&2; exit 1; }
 for f in "$out"/*.raw.ptx; do
   sed -E '/^\s*\.(loc|file)\b/d; s@//.*$@@; s/[0-9]*_INTERNAL_[0-9a-f]+_[0-9]+_[A-Za-z0-9_]*_[0-9a-f]{8}_[0-9]+/INTERNAL/g; s/[0-9]*_GLOBAL__N__[0-9a-f]+_[0-9]+_[A-Za-z0-9_]*_[0-9a-f]{8}_[0-9]+/ANON/g; s/__nv_static_[0-9a-zA-Z_]+/STATIC/g' "$f" \
     | grep -v '^\s*$' | python3 -c '
