@@ -219,6 +219,26 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void gate_up(MoeArgs a,
   }
 }
 
+// Stage 2's epilogue: each tile column c with a pair p >= 0 writes its routing weight times the
+// accumulator rows into y[p, n0 + row] (IX maps accumulator registers to rows and columns).
+template <class C, class IX>
+__device__ __forceinline__ void store_weighted_rows(const IX& ix, const float (&acc)[C::MT][C::NG][4], const int* pair,
+                                                    const float* weight, float* y, int H, int n0) {
+#pragma unroll
+  for (int j = 0; j < C::NG; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int c = ix.col(j, h), p = pair[c];
+      if (p < 0) continue;
+      float* dst = y + int64_t(p) * H + n0;
+#pragma unroll
+      for (int m = 0; m < C::MT; ++m) {
+        dst[ix.row(m, h)] = weight[c] * acc[m][j][h];
+        dst[ix.row(m, h + 2)] = weight[c] * acc[m][j][h + 2];
+      }
+    }
+}
+
 // Stage 2. grid (tiles_max, H / BM): y[pair, n] = weight * (a_q W_down^T).
 template <class C, class D>
 __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void down(MoeArgs a, Workspace ws) {
@@ -247,20 +267,7 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void down(MoeArgs a, Wo
   float acc[C::MT][C::NG][4];
   moe_tile::mainloop<C, D>(op, rg, xrow, xsrow, smem, acc);
 
-  const moe_tile::AccIndex<C> ix;
-#pragma unroll
-  for (int j = 0; j < C::NG; ++j)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int c = ix.col(j, h), p = pair[c];
-      if (p < 0) continue;
-      float* dst = ws.y + int64_t(p) * H + n0;
-#pragma unroll
-      for (int m = 0; m < C::MT; ++m) {
-        dst[ix.row(m, h)] = weight[c] * acc[m][j][h];
-        dst[ix.row(m, h + 2)] = weight[c] * acc[m][j][h + 2];
-      }
-    }
+  store_weighted_rows<C>(moe_tile::AccIndex<C>(), acc, pair, weight, ws.y, H, n0);
 }
 
 template <class K>

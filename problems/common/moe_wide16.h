@@ -290,20 +290,7 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void down(MoeArgs a, Wo
   mainloop<C>(a.down_weight_shuffled + int64_t(tile.expert) * H * (I / 2),
               a.down_weight_scale + int64_t(tile.expert) * H * KB, ws.a8, KB, rg, xoff, smem, acc);
 
-  const AccIndex<C> ix;
-#pragma unroll
-  for (int j = 0; j < C::NG; ++j)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int c = ix.col(j, h), p = pair[c];
-      if (p < 0) continue;
-      float* dst = ws.y + int64_t(p) * H + n0;
-#pragma unroll
-      for (int m = 0; m < C::MT; ++m) {
-        dst[ix.row(m, h)] = weight[c] * acc[m][j][h];
-        dst[ix.row(m, h + 2)] = weight[c] * acc[m][j][h + 2];
-      }
-    }
+  moe_tiled::store_weighted_rows<C>(AccIndex<C>(), acc, pair, weight, ws.y, H, n0);
 }
 
 // Quantize (moe_wg8's branch-free quantizer, bf16-folded activations), route (1024 threads), the
