@@ -19,8 +19,13 @@ struct DeviceInfo {
   std::size_t l2_bytes = 0;
   std::size_t memory_bytes = 0;
   double bandwidth_bytes_per_s = 0;  // measured ceiling (large copy, read + write bytes)
-  double matrix_flops_per_s = 0;     // measured or datasheet; 0 if unknown
+  double matrix_flops_per_s = 0;     // dense bf16 rate for floors; 0 if unknown (harness/matrix_rate.hpp)
+  std::string matrix_flops_source;
   std::string bandwidth_source;      // "measured: 2 GiB copy" / "datasheet"
+  // Official-method time of one launch of an empty kernel over every compute unit (cold caches, host
+  // hidden): no one-launch call can measure less, whatever its bytes. 0 where not measured (cpu).
+  double empty_call_s = 0;
+  std::string empty_call_source;
 };
 
 struct TimingOptions {

@@ -96,7 +96,10 @@ json device_json(const DeviceInfo& d) {
           {"memory_bytes", d.memory_bytes},
           {"bandwidth_bytes_per_s", d.bandwidth_bytes_per_s},
           {"matrix_flops_per_s", d.matrix_flops_per_s},
-          {"bandwidth_source", d.bandwidth_source}};
+          {"matrix_flops_source", d.matrix_flops_source},
+          {"bandwidth_source", d.bandwidth_source},
+          {"empty_call_s", d.empty_call_s},
+          {"empty_call_source", d.empty_call_source}};
 }
 
 DeviceInfo device_from_json(const json& j) {
@@ -109,7 +112,10 @@ DeviceInfo device_from_json(const json& j) {
   d.memory_bytes = j.at("memory_bytes").get<std::size_t>();
   d.bandwidth_bytes_per_s = j.at("bandwidth_bytes_per_s").get<double>();
   d.matrix_flops_per_s = j.value("matrix_flops_per_s", 0.0);
+  d.matrix_flops_source = j.value("matrix_flops_source", std::string());
   d.bandwidth_source = j.at("bandwidth_source").get<std::string>();
+  d.empty_call_s = j.value("empty_call_s", 0.0);  // absent in files written before it was measured
+  d.empty_call_source = j.value("empty_call_source", std::string());
   return d;
 }
 
@@ -171,6 +177,7 @@ json shape_json(const ShapeResult& s) {
             {"stop_reason", s.stop_reason},
             {"bytes", s.bytes},
             {"flops", s.flops},
+            {"floor_ns", s.floor_ns},
             {"gbps", s.gbps},
             {"pct_bandwidth", s.pct_bandwidth},
             {"checks", s.checks},
@@ -205,6 +212,7 @@ ShapeResult shape_from_json(const json& j) {
   s.stop_reason = j.at("stop_reason").get<std::string>();
   s.bytes = j.at("bytes").get<double>();
   s.flops = j.at("flops").get<double>();
+  s.floor_ns = j.value("floor_ns", 0.0);  // absent in files written before floors were recorded
   s.gbps = j.at("gbps").get<double>();
   s.pct_bandwidth = j.at("pct_bandwidth").get<double>();
   s.checks = j.at("checks").get<int64_t>();

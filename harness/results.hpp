@@ -46,6 +46,7 @@ struct ShapeResult {
   Stats stats;                            // nanoseconds
   std::string stop_reason;                // stats::to_string(StopReason); "" in test mode
   double bytes = 0, flops = 0;
+  double floor_ns = 0;                    // max(bytes / bandwidth, flops / matrix rate); 0 = unknown
   double gbps = 0, pct_bandwidth = 0;
   int64_t checks = 0;                     // outputs checked
   std::string settle_check = "not run";   // escaped-work check: not run | unsupported | passed | escaped

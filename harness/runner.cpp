@@ -10,6 +10,7 @@
 
 #include "harness/atomic_file.hpp"
 #include "harness/build_info.hpp"
+#include "harness/matrix_rate.hpp"
 #include "harness/seeds.hpp"
 #include "harness/verdict.hpp"
 
@@ -366,6 +367,7 @@ RunResult run_variant(Device& dev, const Problem& p, const VariantEntry& v, cons
     const Cost cost = p.cost(s, v.reads);
     r.bytes = cost.bytes;
     r.flops = cost.flops;
+    r.floor_ns = floor_ns(r.bytes, r.flops, run.device.bandwidth_bytes_per_s, run.device.matrix_flops_per_s);
     c.tag = fmt::format("{}/{} [{}/{}] {}", p.name(), v.name, k + 1, selected.size(), r.label);
     // Leaderboard mode warms up only before the first shape (as the official runner).
     const bool warm_up = o.mode == Mode::benchmark || (o.mode == Mode::leaderboard && k == 0);

@@ -88,6 +88,10 @@ TEST_CASE("gpu engine: device info is read and the bandwidth ceiling is measured
   CHECK(info.bandwidth_bytes_per_s > 100e9);
   CHECK(info.bandwidth_bytes_per_s < 20e12);
   CHECK(info.bandwidth_source.rfind("measured:", 0) == 0);
+  // One empty launch, timed like a candidate: microseconds, not zero and not milliseconds.
+  CHECK(info.empty_call_s > 0.5e-6);
+  CHECK(info.empty_call_s < 200e-6);
+  CHECK(info.empty_call_source.find("empty kernel") != std::string::npos);
 }
 
 TEST_CASE("gpu engine: hash depends on content and position only") {

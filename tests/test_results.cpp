@@ -241,6 +241,8 @@ TEST_CASE("runner: benchmark mode times to the stop rule and re-checks the last 
     CHECK(s.timed_seeds.empty());
     CHECK(s.stats.best <= s.stats.mean);
     CHECK(s.stats.mean <= s.stats.worst);
+    // The cpu device knows no matrix rate: the floor is the bytes at the measured bandwidth.
+    CHECK(s.floor_ns == Approx(s.bytes / r.device.bandwidth_bytes_per_s * 1e9));
   }
   const RunResult flaky = run_fake("flaky", Mode::benchmark);
   CHECK_FALSE(flaky.passed);

@@ -14,6 +14,9 @@ void launch_copy(hipStream_t q, void* dst, const void* src, std::size_t bytes);
 // NVIDIA's globaltimer; wall_clock64 ticks on AMD). The caller calibrates ticks per second.
 void launch_spin(hipStream_t q, uint64_t ticks);
 
+// A kernel that does nothing, over `blocks` x `threads`: what one launch costs inside a timed call.
+void launch_empty(hipStream_t q, unsigned blocks, unsigned threads);
+
 // Content hash of a device byte range: per-block partial hashes on the GPU, combined in order on the
 // host. Deterministic; sensitive to value and position. Owns its scratch buffers.
 class DeviceHasher {

@@ -37,6 +37,7 @@ class GpuDevice final : public Device {
   // gpu_device.hip
   void read_properties();
   void measure_bandwidth();
+  void measure_empty_call();
   // timing.hip
   void calibrate_spin();
   void flush_caches(std::size_t requested_bytes);

@@ -1,4 +1,4 @@
-// A GPU-side wait (like nvbench's blocking kernel): queued between the cache flush and the start
+// The empty kernel (the launch-latency probe) and a GPU-side wait (like nvbench's blocking kernel): queued between the cache flush and the start
 // event so that the host's launches are queued before the timed region begins.
 #include "harness/gpu/check.hpp"
 #include "harness/gpu/engine_kernels.hpp"
@@ -27,7 +27,14 @@ __global__ void spin_kernel(uint64_t ticks) {
   }
 }
 
+__global__ void empty_kernel() {}
+
 }  // namespace
+
+void launch_empty(hipStream_t q, unsigned blocks, unsigned threads) {
+  empty_kernel<<<blocks, threads, 0, q>>>();
+  HARNESS_GPU_CHECK_LAUNCH("empty_kernel");
+}
 
 void launch_spin(hipStream_t q, uint64_t ticks) {
   spin_kernel<<<1, 1, 0, q>>>(ticks);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "harness/gpu/check.hpp"
 #include "harness/gpu/gpu_device.hpp"
@@ -35,6 +36,24 @@ void GpuDevice::calibrate_spin() {
   spin_ticks_per_s_ = static_cast<double>(ticks) / timed_spin(ticks);
   if (!(spin_ticks_per_s_ > 0) || !std::isfinite(spin_ticks_per_s_))
     throw std::runtime_error("spin calibration failed: device timer does not advance");
+}
+
+// The latency floor of a one-launch call: an empty kernel over every compute unit, timed like a
+// candidate (flush, host hidden). The median of several calls; the first warms the module up.
+void GpuDevice::measure_empty_call() {
+  constexpr int kRuns = 15;
+  constexpr unsigned kThreads = 256;
+  const unsigned blocks = static_cast<unsigned>(std::max(info_.compute_units, 1));
+  const TimingOptions official{};
+  auto call = [&] { launch_empty(default_queue(), blocks, kThreads); };
+  time_call(call, official);
+  std::vector<double> t;
+  for (int i = 0; i < kRuns; ++i) t.push_back(time_call(call, official));
+  std::sort(t.begin(), t.end());
+  info_.empty_call_s = t[t.size() / 2];
+  host_exposed_ = 0;  // the count is about candidates' calls
+  info_.empty_call_source = "median of " + std::to_string(kRuns) + " official-method calls of one empty kernel (" +
+                            std::to_string(blocks) + " x " + std::to_string(kThreads) + " threads)";
 }
 
 std::size_t GpuDevice::flush_size(std::size_t requested_bytes) const {

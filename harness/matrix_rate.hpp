@@ -1,0 +1,19 @@
+// The dense matrix rate a device's floors use (FLOPs / rate), where no engine kernel measures one.
+#pragma once
+#include <string>
+
+namespace harness {
+
+struct MatrixRate {
+  double flops_per_s = 0;  // 0 = unknown: floors are bytes / bandwidth only
+  std::string source;
+};
+
+// HARNESS_MATRIX_TFLOPS (dense TFLOP/s) when set, else a known figure for the device's name
+// (bf16 dense, spec roofline.md), else unknown. A malformed override throws.
+MatrixRate matrix_rate_for(const std::string& device_name);
+
+// Per-shape floor in ns: max(bytes / bandwidth, flops / matrix rate); 0 if neither is known.
+double floor_ns(double bytes, double flops, double bandwidth_bytes_per_s, double matrix_flops_per_s);
+
+}  // namespace harness
