@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Prints one compact table per harness results file: variant, shape, status, time, % of the
-bandwidth ceiling, official mismatches and strict error. Usage: summarize_results.py FILE..."""
+bandwidth ceiling, mean / floor, official mismatches and strict error. Usage: summarize_results.py FILE..."""
 import json
 import sys
 
@@ -21,7 +21,9 @@ for path in sys.argv[1:]:
         for s in run.get("shapes", []):
             off, st = s.get("official") or {}, s.get("strict") or {}
             mean = s.get("mean_ns")
+            floor = s.get("floor_ns") or 0
+            xfloor = mean / floor if mean and floor > 0 else None
             print(f"    {s.get('label', '?'):42s} {s.get('status', '?'):6s} "
-                  f"{num(mean / 1e3 if mean else None, '{:9.1f}')} us  {num(s.get('pct_bandwidth'), '{:5.1f}')}%BW  "
+                  f"{num(mean / 1e3 if mean else None, '{:9.1f}')} us  {num(s.get('pct_bandwidth'), '{:5.1f}')}%BW  {num(xfloor, '{:5.2f}')}x floor  "
                   f"runs {s.get('runs', '-')}  mism {off.get('mismatches', '-')}  relL2 {num(st.get('rel_l2'), '{:.2e}')}  "
                   f"maxabs {num(st.get('max_abs'), '{:.2e}')}  {s.get('reason') or ''}")
