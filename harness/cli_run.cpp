@@ -229,7 +229,9 @@ Command setup(CLI::App& root) {
   auto* app = root.add_subcommand("run", "Check and time variants of a problem");
   app->add_option("problem", a->problem, "Problem name (see `harness list`)")->required();
   app->add_option("--variant,-v", a->variants, "Variant name(s), comma-separated; \"gpu\" = every GPU variant of this build, \"all\" = every variant")->required()->delimiter(',');
-  app->add_option("--mode,-m", a->mode, "test | benchmark | leaderboard")->capture_default_str();
+  app->add_option("--mode,-m", a->mode, "test | benchmark | leaderboard | profile (one checked warm-up, then one call per "
+                 "benchmark shape inside a profiler capture range: ncu --profile-from-start off, nsys "
+                 "--capture-range=cudaProfilerApi)")->capture_default_str();
   app->add_option("--shapes", a->shapes, "all, or comma-separated shape indices")->capture_default_str();
   a->seed_opt = app->add_option("--seed", a->seed, "Replace every shape's seed");
   a->secret_opt = app->add_option("--secret-seed", a->secret_seed, "Combine each shape seed with this (Cantor pairing)");

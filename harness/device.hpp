@@ -73,6 +73,8 @@ class Device {
   // Timed calls so far whose start event had already fired when the call returned to the host (the
   // GPU-side wait did not hide the host; such a time may include launch overhead).
   virtual int host_exposed_timings() const { return 0; }
+  // Opens / closes the profiler's capture range (cudaProfilerStart / hipProfilerStart); no-op on the cpu.
+  virtual void profiler_capture(bool on) { (void)on; }
   // One line describing how time_call measures, for results files.
   virtual std::string timing_method(const TimingOptions& opt) const { (void)opt; return "host clock"; }
 };

@@ -17,6 +17,7 @@ std::string to_string(Mode m) {
     case Mode::test: return "test";
     case Mode::benchmark: return "benchmark";
     case Mode::leaderboard: return "leaderboard";
+    case Mode::profile: return "profile";
   }
   return "?";
 }
@@ -25,7 +26,8 @@ Mode mode_from_string(const std::string& s) {
   if (s == "test") return Mode::test;
   if (s == "benchmark") return Mode::benchmark;
   if (s == "leaderboard") return Mode::leaderboard;
-  throw std::invalid_argument("unknown mode '" + s + "' (valid: test, benchmark, leaderboard)");
+  if (s == "profile") return Mode::profile;
+  throw std::invalid_argument("unknown mode '" + s + "' (valid: test, benchmark, leaderboard, profile)");
 }
 
 std::string timing_method(const TimingOptions& t) {

@@ -16,7 +16,7 @@ namespace harness {
 
 constexpr int kResultsSchemaVersion = 1;
 
-enum class Mode { test, benchmark, leaderboard };
+enum class Mode { test, benchmark, leaderboard, profile };
 std::string to_string(Mode m);
 Mode mode_from_string(const std::string& s);  // throws std::invalid_argument
 

@@ -257,7 +257,29 @@ void run_shape(ShapeContext& c, const ShapeCase& s, bool warm_up, ShapeResult& r
   }
   std::vector<double> durations;
 
-  if (c.o.mode == Mode::test) {
+  if (c.o.mode == Mode::profile) {
+    // A checked warm-up (JIT, first-call setup outside the capture), then one poisoned call inside the
+    // profiler's capture range, checked too. Not timed: a profiler replays and serialises kernels.
+    session.poison();
+    say("warm-up");
+    session.call();
+    session.check_integrity();
+    const std::vector<double> ref = session.reference();
+    check_output(r, session, ref, c.p, strict_limit);
+    session.poison();
+    c.dev.synchronize();
+    say("profiled call");
+    c.dev.profiler_capture(true);
+    try {
+      session.call();
+    } catch (...) {
+      c.dev.profiler_capture(false);
+      throw;
+    }
+    c.dev.profiler_capture(false);
+    session.check_integrity();
+    check_output(r, session, ref, c.p, strict_limit);
+  } else if (c.o.mode == Mode::test) {
     session.poison();
     durations.push_back(session.timed_call(c.timing));
     c.dev.synchronize();

@@ -1,22 +1,31 @@
 #!/usr/bin/env bash
 # Nsight Compute profile of one variant's kernels on chosen benchmark shapes, from a carried GPU build
-# (the device machine has ncu; the CPU machine does not). For each shape: one `harness run` in
-# benchmark mode under ncu, profiling the first timed call's kernels (cold L2: ncu flushes the caches
-# before every replayed pass), then text reports: the details page of every kernel and the SASS source
-# page (per-instruction warp-stall samples) of the kernels matching SASS_KERNELS.
-#   scripts/device_profile.sh DIR PROBLEM VARIANT SHAPES KERNELS SKIP COUNT
+# (the device machine has ncu; the CPU machine does not), then text reports: the details page of every
+# kernel and the SASS source page (per-instruction warp-stall samples) of the kernels matching
+# SASS_KERNELS. ncu flushes the caches before every replayed pass (cold L2).
+#   scripts/device_profile.sh DIR PROBLEM VARIANT SHAPES [KERNELS [SKIP COUNT]]
 #     DIR      holds the harness binary
 #     SHAPES   comma-separated benchmark shape indices
-#     KERNELS  ncu kernel-name regex (function base names), e.g. 'mla_fp8_wide_kernel|combine_splits'
-#     SKIP     matching launches to skip (the checked warm-up call's, reference kernels included)
-#     COUNT    matching launches to profile
+#     KERNELS  ncu kernel-name regex (function base names), default: every kernel
+#     Without SKIP/COUNT: `harness run --mode profile` under `ncu --profile-from-start off`: exactly the
+#       kernels of one call per shape (the harness opens the profiler range around that call only).
+#     With SKIP/COUNT (the older way): benchmark mode, skip SKIP matching launches (the warm-up call's,
+#       reference kernels included), profile the next COUNT.
 # Environment: SET (ncu section set, default full), SASS_KERNELS (regex, default KERNELS),
 # DEADLINE_S (default 300): shapes that would start after this many seconds are skipped.
 # Output under $OUT/profile/<problem>_<variant>_s<shape>.{details,sass}.txt; one line per kernel last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-dir=${1:?usage: scripts/device_profile.sh DIR PROBLEM VARIANT SHAPES KERNELS SKIP COUNT}
-problem=$2 variant=$3 shapes=$4 kernels=$5 skip=$6 count=$7
+dir=${1:?usage: scripts/device_profile.sh DIR PROBLEM VARIANT SHAPES [KERNELS [SKIP COUNT]]}
+problem=${2:?problem} variant=${3:?variant} shapes=${4:?shapes} kernels=${5:-.*} skip=${6:-} count=${7:-}
+if [[ -n "$skip" ]]; then
+  [[ -n "$count" ]] || { echo "device_profile: SKIP needs COUNT" >&2; exit 2; }
+  select_args=(--launch-skip "$skip" --launch-count "$count")
+  run_mode=benchmark
+else
+  select_args=(--profile-from-start off)
+  run_mode=profile
+fi
 out=${OUT:-/tmp/device_profile}/profile
 mkdir -p "$out"
 ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
@@ -27,8 +36,8 @@ for s in "${list[@]}"; do
   if (( $(date +%s) - start > ${DEADLINE_S:-300} )); then echo "shape $s: SKIPPED (deadline)"; continue; fi
   base="$out/${problem}_${variant}_s$s"
   "$ncu" --clock-control none --set "${SET:-full}" --kernel-name-base function -k "regex:$kernels" \
-    --launch-skip "$skip" --launch-count "$count" --kill on -f -o "$base" \
-    "$dir/harness" run "$problem" --variant "$variant" --mode benchmark --shapes "$s" --no-isolate \
+    "${select_args[@]}" --kill on -f -o "$base" \
+    "$dir/harness" run "$problem" --variant "$variant" --mode "$run_mode" --shapes "$s" --no-isolate \
     > "$base.run.log" 2>&1
   "$ncu" --import "$base.ncu-rep" --page details > "$base.details.txt" 2>&1
   "$ncu" --import "$base.ncu-rep" --page source --print-source sass --csv \

@@ -271,6 +271,22 @@ TEST_CASE("runner: leaderboard mode checks every timed call on fresh inputs (see
   CHECK(cached.shapes[0].reason.find("official check failed") == 0);
 }
 
+TEST_CASE("runner: profile mode checks a warm-up and the one captured call, and times nothing") {
+  const RunResult r = run_fake("good", Mode::profile);
+  REQUIRE(r.passed);
+  CHECK(r.mode == Mode::profile);
+  for (const auto& s : r.shapes) {
+    CHECK(s.checks == 2);
+    CHECK(s.stats.runs == 0);
+  }
+  CHECK_FALSE(r.score_ns.has_value());
+  // Both calls are checked: a variant that is right only on its first call fails.
+  const RunResult flaky = run_fake("flaky", Mode::profile);
+  CHECK_FALSE(flaky.passed);
+  CHECK(flaky.shapes[0].reason.find("official check failed") == 0);
+  CHECK_FALSE(run_fake("nan", Mode::profile).passed);
+}
+
 TEST_CASE("results: shape selection and seed override") {
   RunOptions o;
   o.shape_indices = {1};

@@ -31,6 +31,7 @@ class GpuDevice final : public Device {
   SettleHashes hash_at_end_event(const std::function<void()>& call, void* out, std::size_t bytes,
                                  uint8_t poison) override;
   int host_exposed_timings() const override { return host_exposed_; }
+  void profiler_capture(bool on) override;
   std::string timing_method(const TimingOptions& opt) const override;
 
  private:

@@ -1,10 +1,13 @@
 // The runtime names the GPU engine needs beyond problems/common/hip_to_cuda.h: queues, pinned host
-// memory and graphs. Engine-only (harness/gpu/*.hip): kernel sources never include this file, so
+// memory, graphs and (CUDA) the profiler range. Engine-only (harness/gpu/*.hip): kernel sources never include this file, so
 // these names stay out of submissions.
 #pragma once
 #include "problems/common/portability.h"
 
 #if defined(HARNESS_BACKEND_CUDA)
+#include <cuda_profiler_api.h>
+#define hipProfilerStart cudaProfilerStart
+#define hipProfilerStop cudaProfilerStop
 using hipStream_t = cudaStream_t;
 using hipGraph_t = cudaGraph_t;
 using hipGraphExec_t = cudaGraphExec_t;
