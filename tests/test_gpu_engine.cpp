@@ -158,6 +158,18 @@ TEST_CASE("gpu engine: the largest moe_mxfp4 benchmark input is generated in wel
   CHECK(seconds < 0.5);
 }
 
+TEST_CASE("gpu engine: a profiler capture range around work needs no profiler attached") {
+  const std::size_t bytes = 1 << 20;
+  const auto a = random_bytes(bytes, 7);
+  harness::DeviceBuffer src(gpu(), bytes), dst(gpu(), bytes);
+  gpu().upload(src.get(), a.data(), bytes);
+  gpu().fill(dst.get(), 0, bytes);
+  CHECK_NOTHROW(gpu().profiler_capture(true));
+  harness::gpu::copy_on_default_queue(dst.get(), src.get(), bytes);
+  CHECK_NOTHROW(gpu().profiler_capture(false));
+  CHECK(gpu().hash(dst.get(), bytes) == gpu().hash(src.get(), bytes));
+}
+
 TEST_CASE("gpu engine: a timed 1 GiB copy runs at the measured bandwidth and repeats") {
   const std::size_t bytes = 1ull << 30;
   harness::DeviceBuffer src(gpu(), bytes), dst(gpu(), bytes);
