@@ -20,7 +20,7 @@ dir=${1:?usage: scripts/device_profile.sh DIR PROBLEM VARIANT SHAPES [KERNELS [S
 problem=${2:?problem} variant=${3:?variant} shapes=${4:?shapes} kernels=${5:-.*} skip=${6:-} count=${7:-}
 if [[ -n "$skip" ]]; then
   [[ -n "$count" ]] || { echo "device_profile: SKIP needs COUNT" >&2; exit 2; }
-  select_args=(--launch-skip "$skip" --launch-count "$count")
+  select_args=(--launch-skip "$skip" --launch-count "$count" --kill on)
   run_mode=benchmark
 else
   select_args=(--profile-from-start off)
@@ -36,7 +36,7 @@ for s in "${list[@]}"; do
   if (( $(date +%s) - start > ${DEADLINE_S:-300} )); then echo "shape $s: SKIPPED (deadline)"; continue; fi
   base="$out/${problem}_${variant}_s$s"
   "$ncu" --clock-control none --set "${SET:-full}" --kernel-name-base function -k "regex:$kernels" \
-    "${select_args[@]}" --kill on -f -o "$base" \
+    "${select_args[@]}" -f -o "$base" \
     "$dir/harness" run "$problem" --variant "$variant" --mode "$run_mode" --shapes "$s" --no-isolate \
     > "$base.run.log" 2>&1
   "$ncu" --import "$base.ncu-rep" --page details > "$base.details.txt" 2>&1
