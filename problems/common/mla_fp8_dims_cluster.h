@@ -1,0 +1,856 @@
+// mla_decode on fp8 KV: v13's dimension-sliced tile (problems/common/mla_fp8_dims.h: 8 dim warps,
+// 64-token tiles, every fp8 byte read from shared memory once and converted to f16 once, one bulk copy
+// a tile) in v12's one-launch cluster form (problems/common/mla_fp8_cluster.h), for the shapes whose
+// blocks have only a few tiles (mla-v16, docs/perf-mla-v16.md):
+//   - grid = (splits, batch), one block per SM (about 205 registers a thread), splits of a batch form
+//     thread-block clusters of C; after its tiles a block leaves its unnormalised O (f32, [16][512], in
+//     the partial-logit area), its row maxima m and sums l in its own shared memory; a cluster barrier;
+//     rank r merges output dims [r 512/C, (r+1) 512/C) of the C partials through distributed shared
+//     memory with weights 2^(m_src - max m) (no normalisation pass before the barrier); a relaxed
+//     second arrive (only says "done reading the others' shared memory"), the wait before exit;
+//   - several clusters a batch: v12's counters (a __device__ array of this header, zero at module load,
+//     put back to zero by the last block), merged slices and log2-sum-exp in the workspace;
+//   - SPEC: the first S tiles' bulk copies are issued at the rows of the spec's layout (batch b owns rows
+//     [b kv_len, (b+1) kv_len)) before kv_indptr is read; if kv_indptr disagrees, thread 0 waits for
+//     those copies (completing the stages the block did not fill with a plain arrive), the block starts
+//     its tile counter one ring phase later and issues the right rows.
+// EPI options (template bits; 0 = the first version measured, call 1 of the notes):
+//   kEpiMerge: O chunks XOR-swizzled in shared memory (2-way instead of 8-way store conflicts); each
+//     thread loads its units' m, l and O of all C sources in one round of distributed-shared-memory
+//     loads and derives the weights itself; the cross-cluster merge issues the loads of a batch of
+//     clusters together (online maximum) instead of dependent runtime loops;
+//   kEpiFast: MUFU division / log2 in the merge (the IEEE division's slow path was ~10% of the samples
+//     at bs 4 / kv 1024) and fence.acq_rel.gpu around the counter instead of fence.sc;
+//   kEpiQuarter: one copy mbarrier per 16-token quarter of a tile (measured slower: not used by v16).
+// The tile itself is mla_fp8_dims.h's with v15's options (rope in k16 steps, shared-memory rescale
+// flag), written out here without the persistent item loop.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "problems/common/launch_check.h"
+#include "problems/common/lowp_pack.h"
+#include "problems/common/mla_fp8_cluster.h"
+#include "problems/common/mla_fp8_dims.h"
+#include "problems/common/mla_fp8_wide.h"
+#include "problems/common/mla_split_kv.h"
+#include "problems/common/mma_tile.h"
+#include "problems/common/warp_reduce.h"
+
+namespace mla_dims_cluster {
+namespace {  // internal linkage: every variant file gets its own kernels, launch statics and attributes
+
+using namespace mla_kernels;
+using mla_cluster::ClusterPlan;
+using mla_dims::kDW;
+using mla_dims::kRescaleSlack;
+using mla_dims::kT;
+
+constexpr int kMaxC = 16;
+constexpr int kEpiMerge = 1, kEpiFast = 2, kEpiQuarter = 4;  // EPI bits (see above)
+constexpr int kMaxCounters = 1 << 16;  // batch * C
+
+template <int S>
+struct MergeSmem {
+  using D = mla_dims::Smem<S>;
+  static constexpr size_t merge = (D::total + 15) / 16 * 16;  // m [C][16], l [C][16], inv [16], lse [16]
+  static constexpr size_t qbar = merge + size_t(2 * kMaxC + 2) * kHeads * 4;  // EPI & 4: [S][4] mbarriers
+  static constexpr size_t total = qbar + size_t(S) * 4 * 8;
+};
+
+#if defined(HARNESS_GPU) && !defined(__HIP_PLATFORM_AMD__)
+
+static __device__ unsigned int g_mla_dims_cluster_counters[kMaxCounters];
+
+#if defined(MLA_DIMS_SM90)
+__device__ inline void mbar_arrive_plain(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+// EPI epilogue, after the first cluster barrier (every block's O, m, l are in its shared memory).
+// Rank r merges dims [r 512/C, (r+1) 512/C): each thread loads, for its float4 units, the C sources'
+// m, l and O chunk in one round of distributed-shared-memory loads and derives the weights itself (no
+// shared weight table, no block barrier); then the relaxed arrive. Several clusters a batch: the
+// merged slice (normalised) and its log2-sum-exp go to the workspace, and the batch's last cluster for
+// this rank merges them with an online maximum over batches of clusters whose loads are all issued
+// together (one L2 round trip a batch).
+template <int C, int EPI>
+__device__ __forceinline__ void epilogue_epi(const MlaDecodeArgs& a, const float* o_sm, const float* m_sm,
+                                             const float* l_sm, int* flag_sm, float kv_scale, int b, int rank,
+                                             int cl, int nclus, float* ws) {
+  constexpr int kThreads = kDW * kernel_warp_size();
+  constexpr int kSlice = kDimV / C;
+  constexpr int kQ = kSlice / 4;  // float4 units of a head row of the slice
+  constexpr int kUnits = kHeads * kQ;
+  constexpr int kPer = (kUnits + kThreads - 1) / kThreads;
+  const int tid = threadIdx.x;
+  auto o_at = [](int head, int dim) { return head * kDimV + ((((dim >> 2) ^ ((head >> 1) & 3))) << 2) + (dim & 3); };
+  float4 res[kPer];
+  float lse_u[kPer];
+  {
+    float mv[kPer][C], lv[kPer][C];
+    float4 v[kPer][C];
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int u = tid + k * kThreads;
+      if (kUnits % kThreads == 0 || u < kUnits) {
+        const int h = u / kQ, col = rank * kSlice + 4 * (u % kQ);
+#pragma unroll
+        for (int src = 0; src < C; ++src) {
+          mv[k][src] = mla_cluster::dsmem_ld1(mla_cluster::dsmem_map(m_sm + h, uint32_t(src)));
+          lv[k][src] = mla_cluster::dsmem_ld1(mla_cluster::dsmem_map(l_sm + h, uint32_t(src)));
+          v[k][src] = mla_cluster::dsmem_ld4(mla_cluster::dsmem_map(o_sm + o_at(h, col), uint32_t(src)));
+        }
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int src = 0; src < C; ++src) mx = fmaxf(mx, mv[k][src]);
+      float total = 0.f;
+      float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+      for (int src = 0; src < C; ++src) {
+        const float w = mv[k][src] == -INFINITY ? 0.f : exp2f(mv[k][src] - mx);
+        total += w * lv[k][src];
+        acc.x += w * v[k][src].x;
+        acc.y += w * v[k][src].y;
+        acc.z += w * v[k][src].z;
+        acc.w += w * v[k][src].w;
+      }
+      // EPI & 2: MUFU reciprocal and log2 (the IEEE division's slow path held ~10% of the samples at bs4/kv1k).
+      const float inv = total > 0.f ? ((EPI & 2) ? __fdividef(kv_scale, total) : kv_scale / total) : 0.f;
+      res[k] = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
+      lse_u[k] = total > 0.f ? mx + ((EPI & 2) ? __log2f(total) : log2f(total)) : -INFINITY;
+    }
+  }
+  // Done reading the others' shared memory (the merge consumed every loaded value).
+  mla_cluster::cluster_arrive_relaxed();
+
+  float* ws_o = ws;
+  float* ws_lse = ws + size_t(a.cfg.batch_size) * nclus * kHeads * kDimV;
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const int u = tid + k * kThreads;
+    if (kUnits % kThreads == 0 || u < kUnits) {
+      const int h = u / kQ, col = rank * kSlice + 4 * (u % kQ);
+      if (nclus == 1) {
+        *reinterpret_cast<uint2*>(a.out + (int64_t(b) * kHeads + h) * kDimV + col) = mla_cluster::bf16x4(res[k]);
+      } else {
+        *reinterpret_cast<float4*>(ws_o + ((size_t(b) * nclus + cl) * kHeads + h) * kDimV + col) = res[k];
+        if (u % kQ == 0) ws_lse[((size_t(b) * nclus + cl) * C + rank) * kHeads + h] = lse_u[k];
+      }
+    }
+  }
+  // EPI & 2: fence.acq_rel.gpu (release before the counter, acquire after it) instead of fence.sc.
+  auto fence = [] {
+    if constexpr ((EPI & 2) != 0)
+      asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    else
+      __threadfence();
+  };
+  if (nclus > 1) {
+    fence();
+    __syncthreads();
+    if (tid == 0) {
+      unsigned int* ctr = g_mla_dims_cluster_counters + (b * C + rank);
+      const unsigned int prev = atomicAdd(ctr, 1u);
+      const bool last = prev == unsigned(nclus - 1);
+      if (last) atomicExch(ctr, 0u);
+      flag_sm[1] = last ? 1 : 0;
+    }
+    __syncthreads();
+    if (flag_sm[1]) {
+      fence();
+      constexpr int kCB = kPer >= 16 ? 1 : 16 / kPer;  // clusters a batch of loads
+      float mrun[kPer], tot[kPer];
+      float4 acc[kPer];
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) {
+        mrun[k] = -INFINITY;
+        tot[k] = 0.f;
+        acc[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+      for (int c0 = 0; c0 < nclus; c0 += kCB) {
+        float lz[kPer][kCB];
+        float4 vz[kPer][kCB];
+#pragma unroll
+        for (int k = 0; k < kPer; ++k) {
+          const int u = tid + k * kThreads;
+          const int h = (u / kQ) % kHeads, col = rank * kSlice + 4 * (u % kQ);
+#pragma unroll
+          for (int jj = 0; jj < kCB; ++jj) {
+            lz[k][jj] = -INFINITY;
+            vz[k][jj] = make_float4(0.f, 0.f, 0.f, 0.f);
+            if ((kUnits % kThreads == 0 || u < kUnits) && c0 + jj < nclus) {
+              lz[k][jj] = __ldcg(ws_lse + ((size_t(b) * nclus + c0 + jj) * C + rank) * kHeads + h);
+              vz[k][jj] = __ldcg(reinterpret_cast<const float4*>(ws_o + ((size_t(b) * nclus + c0 + jj) * kHeads + h) * kDimV + col));
+            }
+          }
+        }
+#pragma unroll
+        for (int k = 0; k < kPer; ++k) {
+          float m_new = mrun[k];
+#pragma unroll
+          for (int jj = 0; jj < kCB; ++jj) m_new = fmaxf(m_new, lz[k][jj]);
+          if (m_new != -INFINITY) {
+            const float sc = mrun[k] == -INFINITY ? 0.f : exp2f(mrun[k] - m_new);
+            acc[k] = make_float4(acc[k].x * sc, acc[k].y * sc, acc[k].z * sc, acc[k].w * sc);
+            tot[k] *= sc;
+#pragma unroll
+            for (int jj = 0; jj < kCB; ++jj) {
+              const float w = lz[k][jj] == -INFINITY ? 0.f : exp2f(lz[k][jj] - m_new);
+              tot[k] += w;
+              acc[k].x += w * vz[k][jj].x;
+              acc[k].y += w * vz[k][jj].y;
+              acc[k].z += w * vz[k][jj].z;
+              acc[k].w += w * vz[k][jj].w;
+            }
+            mrun[k] = m_new;
+          }
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) {
+        const int u = tid + k * kThreads;
+        if (kUnits % kThreads == 0 || u < kUnits) {
+          const int h = u / kQ, col = rank * kSlice + 4 * (u % kQ);
+          const float inv = tot[k] > 0.f ? ((EPI & 2) ? __fdividef(1.f, tot[k]) : 1.f / tot[k]) : 0.f;
+          *reinterpret_cast<uint2*>(a.out + (int64_t(b) * kHeads + h) * kDimV + col) =
+              mla_cluster::bf16x4(make_float4(acc[k].x * inv, acc[k].y * inv, acc[k].z * inv, acc[k].w * inv));
+        }
+      }
+    }
+  }
+  mla_cluster::cluster_wait();  // the others are done reading this block's shared memory
+}
+#endif
+
+template <int S, int C, bool SPEC, int EPI>
+__global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
+    mla_fp8_dims_cluster_kernel(MlaDecodeArgs a, int tokens_per_split, int nclus, float* ws) {
+#if defined(MLA_DIMS_SM90)
+  using namespace mla_dims;
+  using D = mla_dims::Smem<S>;
+  using LM = MergeSmem<S>;
+  constexpr int WS = kernel_warp_size();
+  constexpr int kW = kDW;
+  constexpr int kThreads = kW * WS;
+  constexpr int kPRow = D::kPRow;
+  constexpr int kSlice = kDimV / C;
+  static_assert(mma::kN == 8 && mma::kARows == 2, "NVIDIA m16n8k16 lane geometry");
+  static_assert(C >= 2 && C <= kMaxC && kSlice % 4 == 0, "cluster");
+  require_warp_size();
+
+  extern __shared__ __align__(128) unsigned char smem[];
+  float4* sp = reinterpret_cast<float4*>(smem + D::sp);
+  int* flag_sm = reinterpret_cast<int*>(smem + D::flag);
+  uint16_t* p_sm = reinterpret_cast<uint16_t*>(smem + D::p);
+  float* tmax_sm = reinterpret_cast<float*>(smem + D::tmax);
+  float* lpart_sm = reinterpret_cast<float*>(smem + D::lpart);
+  float* l_sm = reinterpret_cast<float*>(smem + D::stats);
+  float* m_sm = l_sm + kHeads;
+  float* mw_sm = reinterpret_cast<float*>(smem + LM::merge);  // [C][16]: m, then the merge weights
+  float* ml_sm = mw_sm + kMaxC * kHeads;                       // [C][16]: l
+  float* inv_sm = ml_sm + kMaxC * kHeads;
+  float* lse_sm = inv_sm + kHeads;
+  const uint32_t bar0 = smem_u32(smem + D::bar);
+  // EPI & 4: four mbarriers a stage, one per 16-token quarter (m tile) of the tile, so Q K^T of m tile 0
+  // starts when its 9 KB have landed; otherwise one a stage.
+  constexpr bool kQB = (EPI & 4) != 0;
+  constexpr int kNB = kQB ? 4 : 1;
+  const uint32_t qbar0 = smem_u32(smem + LM::qbar);
+  auto sbar = [&](uint32_t stage, int q) { return kQB ? qbar0 + 8 * (stage * 4 + uint32_t(q)) : bar0 + 8 * stage; };
+
+  const int tid = threadIdx.x;
+  const int lane = tid % WS, warp = tid / WS;
+  const int g = lane >> 2, t = lane & 3;
+  const int dw = warp;
+  const int b = blockIdx.y, split = blockIdx.x;
+  const int rank = split % C, cl = split / C;
+  const int kv_len = a.cfg.kv_seq_len;
+
+  int64_t t0 = int64_t(b) * kv_len + int64_t(split) * tokens_per_split;
+  auto count = [&](int64_t end) {
+    const int64_t left = end - t0;
+    return left <= 0 ? 0 : int(left < tokens_per_split ? left : tokens_per_split);
+  };
+  int n_tokens = count(int64_t(b + 1) * kv_len);
+  int n_tiles = (n_tokens + kT - 1) / kT;
+
+  // Q (bf16) of the warp's dims, loaded first (converted to f16 fragments after the kv_indptr check):
+  // k step p of n tile nt: dims 64 dw + 16 t + 4 p + {0..3} of head 8 nt + g; rope k step q:
+  // 512 + 32 (dw & 1) + 8 t + 4 q + {0..3}.
+  uint2 qraw[2][4];
+  uint4 qrope[2];
+  {
+    const uint16_t* qbase = a.q + int64_t(b) * kHeads * kDimQK;
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      const uint16_t* qh = qbase + (8 * nt + g) * kDimQK;
+#pragma unroll
+      for (int p = 0; p < 4; ++p) qraw[nt][p] = *reinterpret_cast<const uint2*>(qh + 64 * dw + 16 * t + 4 * p);
+      qrope[nt] = *reinterpret_cast<const uint4*>(qh + kDimV + 32 * (dw & 1) + 8 * t);
+    }
+  }
+  const float kv_scale = *a.kv_fp8_scale;
+
+  // Thread 0: tile `tile` of the block into stage tile % S (the tile counter starts at a multiple of S).
+  // Rows past the end are copies of the last valid row (finite values; their logits are masked).
+  auto issue = [&](int tile) {
+    if (tile >= n_tiles) return;
+    const int valid = min(kT, n_tokens - tile * kT);
+    const uint32_t stage = uint32_t(tile % S);
+    const uint32_t dst = smem_u32(smem + stage * D::stage);
+    const uint8_t* src = a.kv_fp8 + (t0 + int64_t(tile) * kT) * kDimQK;
+    if constexpr (kQB) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const uint32_t bar = sbar(stage, q);
+        const int vr = min(16, max(0, valid - 16 * q));
+        mbar_expect_tx(bar, uint32_t(16 * kDimQK));
+        if (vr > 0) bulk_copy(dst + 16 * q * kDimQK, src + 16 * q * kDimQK, uint32_t(vr * kDimQK), bar);
+        for (int r = 16 * q + vr; r < 16 * q + 16; ++r) bulk_copy(dst + r * kDimQK, src + (valid - 1) * kDimQK, kDimQK, bar);
+      }
+    } else {
+      const uint32_t bar = bar0 + 8 * stage;
+      mbar_expect_tx(bar, uint32_t(kT * kDimQK));
+      bulk_copy(dst, src, uint32_t(valid * kDimQK), bar);
+      for (int r = valid; r < kT; ++r) bulk_copy(dst + r * kDimQK, src + (valid - 1) * kDimQK, kDimQK, bar);
+    }
+  };
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < S; ++s)
+#pragma unroll
+      for (int q = 0; q < kNB; ++q) mbar_init(sbar(uint32_t(s), q), 1);
+    mbar_init_fence();
+    *flag_sm = -1;
+    if constexpr (SPEC) {
+      for (int s = 0; s < S; ++s) issue(s);
+    }
+  }
+  uint32_t j = 0;  // tile counter: stage j % S, phase j / S
+  {
+    const int64_t kv_begin = a.kv_indptr[b], kv_end = a.kv_indptr[b + 1];
+    __syncthreads();  // the barriers are initialised
+    if constexpr (SPEC) {
+      if (kv_begin != int64_t(b) * kv_len || kv_end != int64_t(b + 1) * kv_len) {  // block-uniform
+        if (tid == 0) {
+          const int issued = min(S, n_tiles);
+          for (int s = 0; s < issued; ++s)
+            for (int q = 0; q < kNB; ++q) mbar_wait(sbar(uint32_t(s), q), 0u);
+          for (int s = issued; s < S; ++s)
+            for (int q = 0; q < kNB; ++q) mbar_arrive_plain(sbar(uint32_t(s), q));
+        }
+        __syncthreads();  // every stage is past phase 0 before anyone waits on phase 1
+        j = S;
+        t0 = kv_begin + int64_t(split) * tokens_per_split;
+        n_tokens = count(kv_end);
+        n_tiles = (n_tokens + kT - 1) / kT;
+        if (tid == 0)
+          for (int s = 0; s < S; ++s) issue(s);
+      }
+    } else {
+      t0 = kv_begin + int64_t(split) * tokens_per_split;
+      n_tokens = count(kv_end);
+      n_tiles = (n_tokens + kT - 1) / kT;
+      if (tid == 0)
+        for (int s = 0; s < S; ++s) issue(s);
+    }
+  }
+
+  uint32_t qb[2][4][2], qr2[2][2][2];
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      qb[nt][p][0] = mla_wide::bf16x2_to_f16x2(qraw[nt][p].x);
+      qb[nt][p][1] = mla_wide::bf16x2_to_f16x2(qraw[nt][p].y);
+    }
+    qr2[nt][0][0] = mla_wide::bf16x2_to_f16x2(qrope[nt].x);
+    qr2[nt][0][1] = mla_wide::bf16x2_to_f16x2(qrope[nt].y);
+    qr2[nt][1][0] = mla_wide::bf16x2_to_f16x2(qrope[nt].z);
+    qr2[nt][1][1] = mla_wide::bf16x2_to_f16x2(qrope[nt].w);
+  }
+  const float logit_scale = a.cfg.sm_scale * 1.4426950408889634f * kv_scale;
+  const int ones_mt = dw >> 1, ones_nt = dw & 1;
+  mma::FragA ones;
+  ones.row[0] = make_uint2(0x3c003c00u, 0x3c003c00u);
+  ones.row[1] = ones.row[0];
+  const int rtok = 8 * dw + g;  // the token this lane reduces and soft-maxes
+
+  float m_ref[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+  mma::FragC o[4][2], lacc = {{0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+  for (int p = 0; p < 4; ++p)
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) o[p][nt] = mma::FragC{{0.f, 0.f, 0.f, 0.f}};
+
+  for (int tile = 0; tile < n_tiles; ++tile, ++j) {
+    const unsigned char* st = smem + (j % S) * D::stage;
+    const int valid = min(kT, n_tokens - tile * kT);
+    const uint32_t parity = uint32_t((j / S) & 1);
+    if constexpr (!kQB) mbar_wait(bar0 + 8 * (j % S), parity);
+
+    uint32_t vt[4][4][4];
+    {
+      mma::FragC c[4][2];
+      mma::FragA ropeA[2];
+      auto load_rope = [&]() {
+        const unsigned char* rowg = st + (16 * (dw >> 1) + g) * kDimQK + kDimV + 32 * (dw & 1) + 8 * t;
+        const uint2 rg = *reinterpret_cast<const uint2*>(rowg);
+        const uint2 rh = *reinterpret_cast<const uint2*>(rowg + 8 * kDimQK);
+        const uint32_t wg[2] = {rg.x, rg.y}, wh[2] = {rh.x, rh.y};
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          ropeA[q].row[0].x = mla_wide::fp8x2_to_f16x2_hw(wg[q]);
+          ropeA[q].row[1].x = mla_wide::fp8x2_to_f16x2_hw(wh[q]);
+          ropeA[q].row[0].y = mla_wide::fp8x2_to_f16x2_hw(wg[q] >> 16);
+          ropeA[q].row[1].y = mla_wide::fp8x2_to_f16x2_hw(wh[q] >> 16);
+        }
+      };
+      if constexpr (!kQB) load_rope();
+#pragma unroll
+      for (int mt = 0; mt < 4; ++mt) {
+        if constexpr (kQB) mbar_wait(sbar(j % S, mt), parity);
+        const int r0 = 16 * mt + g;
+        const unsigned char* rowg = st + r0 * kDimQK;
+        const unsigned char* rowh = rowg + 8 * kDimQK;
+        const uint4 kg = *reinterpret_cast<const uint4*>(rowg + 64 * dw + 16 * t);
+        const uint4 kh = *reinterpret_cast<const uint4*>(rowh + 64 * dw + 16 * t);
+        const uint32_t wg[4] = {kg.x, kg.y, kg.z, kg.w}, wh[4] = {kh.x, kh.y, kh.z, kh.w};
+        c[mt][0] = mma::FragC{{0.f, 0.f, 0.f, 0.f}};
+        c[mt][1] = mma::FragC{{0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+        for (int p = 0; p < 4; ++p) {
+          mma::FragA k;
+          k.row[0].x = mla_wide::fp8x2_to_f16x2_hw(wg[p]);
+          k.row[1].x = mla_wide::fp8x2_to_f16x2_hw(wh[p]);
+          k.row[0].y = mla_wide::fp8x2_to_f16x2_hw(wg[p] >> 16);
+          k.row[1].y = mla_wide::fp8x2_to_f16x2_hw(wh[p] >> 16);
+          mma::mma<mma::Elem::f16>(c[mt][0], k, make_uint2(qb[0][p][0], qb[0][p][1]));
+          mma::mma<mma::Elem::f16>(c[mt][1], k, make_uint2(qb[1][p][0], qb[1][p][1]));
+          vt[mt][p][0] = movm_t(k.row[0].x);
+          vt[mt][p][1] = movm_t(k.row[0].y);
+          vt[mt][p][2] = movm_t(k.row[1].x);
+          vt[mt][p][3] = movm_t(k.row[1].y);
+        }
+        if (mt == (dw >> 1)) {  // warp-uniform
+          if constexpr (kQB) load_rope();
+#pragma unroll
+          for (int q = 0; q < 2; ++q) {
+            mma::mma<mma::Elem::f16>(c[mt][0], ropeA[q], make_uint2(qr2[0][q][0], qr2[0][q][1]));
+            mma::mma<mma::Elem::f16>(c[mt][1], ropeA[q], make_uint2(qr2[1][q][0], qr2[1][q][1]));
+          }
+        }
+      }
+#pragma unroll
+      for (int mt = 0; mt < 4; ++mt) {
+        const int r0 = 16 * mt + g;
+        sp[(dw * kT + r0) * 4 + t] = make_float4(c[mt][0].v[0], c[mt][0].v[1], c[mt][1].v[0], c[mt][1].v[1]);
+        sp[(dw * kT + r0 + 8) * 4 + t] = make_float4(c[mt][0].v[2], c[mt][0].v[3], c[mt][1].v[2], c[mt][1].v[3]);
+      }
+    }
+    __syncthreads();  // A: partial logits written; this tile's stage is free
+    if (tid == 0) issue(tile + S);
+
+    float s[4];
+    {
+      const bool ok = rtok < valid;
+      float4 acc = sp[(0 * kT + rtok) * 4 + t];
+#pragma unroll
+      for (int d = 1; d < kDW; ++d) {
+        const float4 v = sp[(d * kT + rtok) * 4 + t];
+        acc.x += v.x;
+        acc.y += v.y;
+        acc.z += v.z;
+        acc.w += v.w;
+      }
+      s[0] = ok ? acc.x * logit_scale : -INFINITY;
+      s[1] = ok ? acc.y * logit_scale : -INFINITY;
+      s[2] = ok ? acc.z * logit_scale : -INFINITY;
+      s[3] = ok ? acc.w * logit_scale : -INFINITY;
+    }
+    auto write_p = [&]() {
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        p_sm[(8 * (i >> 1) + 2 * t + (i & 1)) * kPRow + p_pos(rtok)] = f32_to_f16_bits(exp2f(s[i] - m_ref[i]));
+    };
+    bool over = false;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) over |= s[i] > m_ref[i] + kRescaleSlack;
+    if (over) *flag_sm = int(j);  // read after B; the next write is after the next tile's A
+    write_p();
+    __syncthreads();  // B: P and the flag written
+    if (*flag_sm == int(j)) {  // new reference maxima: tile maxima, rescale, P again
+      float mx[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        mx[i] = s[i];
+#pragma unroll
+        for (int off = 4; off < WS; off <<= 1) mx[i] = fmaxf(mx[i], __shfl_xor(mx[i], off));
+      }
+      if (g == 0) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) tmax_sm[(8 * (i >> 1) + 2 * t + (i & 1)) * 8 + dw] = mx[i];
+      }
+      __syncthreads();
+      float alpha[4];
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) {
+        const int h = 8 * (jj >> 1) + 2 * t + (jj & 1);
+        const float4 u = *reinterpret_cast<const float4*>(tmax_sm + h * 8);
+        const float4 v = *reinterpret_cast<const float4*>(tmax_sm + h * 8 + 4);
+        const float m_tile = fmaxf(fmaxf(fmaxf(u.x, u.y), fmaxf(u.z, u.w)), fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
+        const float m_new = fmaxf(m_ref[jj], m_tile);
+        alpha[jj] = m_new == m_ref[jj] ? 1.f : exp2f(m_ref[jj] - m_new);
+        m_ref[jj] = m_new;
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+#pragma unroll
+        for (int p = 0; p < 4; ++p)
+#pragma unroll
+          for (int nt = 0; nt < 2; ++nt) o[p][nt].v[i] *= alpha[2 * nt + (i & 1)];
+        lacc.v[i] *= ones_nt ? alpha[2 + (i & 1)] : alpha[i & 1];
+      }
+      write_p();
+      __syncthreads();
+    }
+
+#pragma unroll
+    for (int mt = 0; mt < 4; ++mt) {
+      mma::FragB pb[2];
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) pb[nt] = *reinterpret_cast<const uint2*>(p_sm + (8 * nt + g) * kPRow + 16 * mt + 4 * t);
+#pragma unroll
+      for (int p = 0; p < 4; ++p) {
+        mma::FragA v;
+        v.row[0].x = vt[mt][p][0];
+        v.row[1].x = vt[mt][p][1];
+        v.row[0].y = vt[mt][p][2];
+        v.row[1].y = vt[mt][p][3];
+        mma::mma<mma::Elem::f16>(o[p][0], v, pb[0]);
+        mma::mma<mma::Elem::f16>(o[p][1], v, pb[1]);
+      }
+      if (ones_mt == mt)
+        mma::mma<mma::Elem::f16>(lacc, ones, make_uint2(ones_nt ? pb[1].x : pb[0].x, ones_nt ? pb[1].y : pb[0].y));
+    }
+  }
+
+  // This block's partial: unnormalised O [16][512] over the partial-logit area (every warp passed the
+  // last tile's barrier B after its reads of it), row maxima m and sums l.
+  if (g == 0) {
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      const bool mine = ones_nt == nt;
+      lpart_sm[warp * kHeads + 8 * nt + 2 * t] = mine ? lacc.v[0] : 0.f;
+      lpart_sm[warp * kHeads + 8 * nt + 2 * t + 1] = mine ? lacc.v[1] : 0.f;
+    }
+    if (warp == 0) {
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) m_sm[8 * (jj >> 1) + 2 * t + (jj & 1)] = m_ref[jj];
+    }
+  }
+  float* o_sm = reinterpret_cast<float*>(smem + D::sp);  // [16][512]
+  // EPI: the float4 chunk of a head row is XOR-swizzled by (head >> 1) & 3 (the fragment stores are
+  // 2-way bank-conflicted instead of 8-way; the merge reads whole float4 chunks).
+  auto o_at = [&](int head, int dim) {
+    return (EPI & 1) ? head * kDimV + ((((dim >> 2) ^ ((head >> 1) & 3))) << 2) + (dim & 3) : head * kDimV + dim;
+  };
+#pragma unroll
+  for (int p = 0; p < 4; ++p)
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int dim = 64 * dw + 16 * (g >> 1) + 4 * p + (g & 1) + 2 * (i >> 1);
+        const int head = 8 * nt + 2 * t + (i & 1);
+        o_sm[o_at(head, dim)] = o[p][nt].v[i];
+      }
+  __syncthreads();
+  if (tid < kHeads) {
+    float l = 0.f;
+#pragma unroll
+    for (int ww = 0; ww < kW; ++ww) l += lpart_sm[ww * kHeads + tid];
+    l_sm[tid] = l;
+  }
+  mla_cluster::cluster_arrive();
+  mla_cluster::cluster_wait();
+  if constexpr ((EPI & 1) != 0) {
+    epilogue_epi<C, EPI>(a, o_sm, m_sm, l_sm, flag_sm, kv_scale, b, rank, cl, nclus, ws);
+  } else {
+    // Merge weights: w_src = 2^(m_src - max m), total = sum w_src l_src.
+    for (int i = tid; i < C * kHeads; i += kThreads) {
+      const int src = i / kHeads, h = i % kHeads;
+      mw_sm[i] = mla_cluster::dsmem_ld1(mla_cluster::dsmem_map(m_sm + h, uint32_t(src)));
+      ml_sm[i] = mla_cluster::dsmem_ld1(mla_cluster::dsmem_map(l_sm + h, uint32_t(src)));
+    }
+    __syncthreads();
+    if (tid < kHeads) {
+      float mx = -INFINITY;
+  #pragma unroll
+      for (int src = 0; src < C; ++src) mx = fmaxf(mx, mw_sm[src * kHeads + tid]);
+      float total = 0.f;
+  #pragma unroll
+      for (int src = 0; src < C; ++src) {
+        const float m = mw_sm[src * kHeads + tid];
+        const float w = m == -INFINITY ? 0.f : exp2f(m - mx);
+        mw_sm[src * kHeads + tid] = w;
+        total += w * ml_sm[src * kHeads + tid];
+      }
+      inv_sm[tid] = total > 0.f ? kv_scale / total : 0.f;
+      lse_sm[tid] = total > 0.f ? mx + log2f(total) : -INFINITY;
+    }
+    __syncthreads();
+    constexpr int kUnits = kHeads * kSlice / 4;  // float4 units of the slice
+    constexpr int kPer = (kUnits + kThreads - 1) / kThreads;
+    float4 res[kPer];
+  #pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int u = tid + k * kThreads;
+      res[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (kUnits % kThreads == 0 || u < kUnits) {
+        const int h = u / (kSlice / 4), col = rank * kSlice + 4 * (u % (kSlice / 4));
+        float4 v[C];
+  #pragma unroll
+        for (int src = 0; src < C; ++src) v[src] = mla_cluster::dsmem_ld4(mla_cluster::dsmem_map(o_sm + h * kDimV + col, uint32_t(src)));
+  #pragma unroll
+        for (int src = 0; src < C; ++src) {
+          const float w = mw_sm[src * kHeads + h];
+          res[k].x += w * v[src].x;
+          res[k].y += w * v[src].y;
+          res[k].z += w * v[src].z;
+          res[k].w += w * v[src].w;
+        }
+        const float inv = inv_sm[h];
+        res[k] = make_float4(res[k].x * inv, res[k].y * inv, res[k].z * inv, res[k].w * inv);
+      }
+    }
+    // Done reading the others' shared memory (the merge consumed every loaded value).
+    mla_cluster::cluster_arrive_relaxed();
+
+    float* ws_o = ws;
+    float* ws_lse = ws + size_t(a.cfg.batch_size) * nclus * kHeads * kDimV;
+  #pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int u = tid + k * kThreads;
+      if (kUnits % kThreads == 0 || u < kUnits) {
+        const int h = u / (kSlice / 4), col = rank * kSlice + 4 * (u % (kSlice / 4));
+        if (nclus == 1)
+          *reinterpret_cast<uint2*>(a.out + (int64_t(b) * kHeads + h) * kDimV + col) = mla_cluster::bf16x4(res[k]);
+        else
+          *reinterpret_cast<float4*>(ws_o + ((size_t(b) * nclus + cl) * kHeads + h) * kDimV + col) = res[k];
+      }
+    }
+    if (nclus > 1) {
+      // v12's cross-cluster merge: the last cluster of the batch to finish this rank's slice merges it.
+      if (tid < kHeads) ws_lse[((size_t(b) * nclus + cl) * C + rank) * kHeads + tid] = lse_sm[tid];
+      __threadfence();
+      __syncthreads();
+      if (tid == 0) {
+        unsigned int* ctr = g_mla_dims_cluster_counters + (b * C + rank);
+        const unsigned int prev = atomicAdd(ctr, 1u);
+        const bool last = prev == unsigned(nclus - 1);
+        if (last) atomicExch(ctr, 0u);
+        flag_sm[1] = last ? 1 : 0;
+      }
+      __syncthreads();
+      if (flag_sm[1]) {
+        __threadfence();
+        if (tid < kHeads) {
+          float mx = -INFINITY;
+          for (int c = 0; c < nclus; ++c) {
+            const float lse = __ldcg(ws_lse + ((size_t(b) * nclus + c) * C + rank) * kHeads + tid);
+            mw_sm[c * kHeads + tid] = lse;
+            mx = fmaxf(mx, lse);
+          }
+          float total = 0.f;
+          for (int c = 0; c < nclus; ++c) {
+            const float lse = mw_sm[c * kHeads + tid];
+            const float w = lse == -INFINITY ? 0.f : exp2f(lse - mx);
+            mw_sm[c * kHeads + tid] = w;
+            total += w;
+          }
+          inv_sm[tid] = total > 0.f ? 1.f / total : 0.f;
+        }
+        __syncthreads();
+  #pragma unroll
+        for (int k = 0; k < kPer; ++k) {
+          const int u = tid + k * kThreads;
+          if (kUnits % kThreads == 0 || u < kUnits) {
+            const int h = u / (kSlice / 4), col = rank * kSlice + 4 * (u % (kSlice / 4));
+            float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+            for (int c0 = 0; c0 < nclus; c0 += 4) {
+              float4 v[4];
+  #pragma unroll
+              for (int jj = 0; jj < 4; ++jj)
+                if (c0 + jj < nclus)
+                  v[jj] = __ldcg(reinterpret_cast<const float4*>(ws_o + ((size_t(b) * nclus + c0 + jj) * kHeads + h) * kDimV + col));
+  #pragma unroll
+              for (int jj = 0; jj < 4; ++jj) {
+                if (c0 + jj < nclus) {
+                  const float w = mw_sm[(c0 + jj) * kHeads + h];
+                  if (w != 0.f) {
+                    acc.x += w * v[jj].x;
+                    acc.y += w * v[jj].y;
+                    acc.z += w * v[jj].z;
+                    acc.w += w * v[jj].w;
+                  }
+                }
+              }
+            }
+            const float inv = inv_sm[h];
+            *reinterpret_cast<uint2*>(a.out + (int64_t(b) * kHeads + h) * kDimV + col) =
+                mla_cluster::bf16x4(make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv));
+          }
+        }
+      }
+    }
+    mla_cluster::cluster_wait();  // the others are done reading this block's shared memory
+  }
+
+#else
+  (void)a; (void)tokens_per_split; (void)nclus; (void)ws;
+  __builtin_trap();
+#endif
+}
+
+// Plan policy: a cross-cluster merge costs merge_base + merge_per_cluster x (clusters a batch) token
+// rows; at most kmax clusters a batch.
+struct Policy {
+  double merge_base = 48, merge_per_cluster = 0;
+  int kmax = kMaxC;
+};
+// v12's plan (mla_cluster::plan_cluster) on 64-token tiles with the policy's merge cost: C k blocks a
+// batch (k clusters), tokens a block a multiple of 64, no empty cluster; cost in token rows:
+// waves x (tokens + 96) + the merge.
+inline ClusterPlan plan_dims(int batch, int kv_len, int slots, int C, int max_tokens, const Policy& pol) {
+  constexpr double kBlockOverhead = 96;
+  ClusterPlan best;
+  if (kv_len <= 0 || batch <= 0 || slots <= 0 || int64_t(batch) * C > kMaxCounters) return best;
+  for (int k = 1; k <= std::min(kMaxC, pol.kmax); ++k) {
+    const int splits = C * k;
+    const int per = ((kv_len + splits - 1) / splits + kT - 1) / kT * kT;
+    const int used = (kv_len + per - 1) / per;
+    if (used <= C * (k - 1)) continue;  // an empty cluster: a smaller k covers it
+    if (per > max_tokens) continue;
+    const double blocks = double(batch) * splits;
+    const double waves = std::ceil(blocks / slots);
+    const double cost = waves * (per + kBlockOverhead) + (k > 1 ? pol.merge_base + pol.merge_per_cluster * k : 0);
+    if (!best.ok() || cost < best.cost) best = {splits, per, k, cost, int(waves)};
+  }
+  return best;
+}
+
+// One configuration: S ring stages, clusters of C (over 8: the non-portable sizes), SPEC: copies issued
+// before kv_indptr is read, EPI: the epilogue of epilogue_epi. One block per SM; launched with the
+// cluster size as a launch attribute.
+template <int S, int C, bool SPEC, int EPI>
+struct DimsCluster {
+  using L = MergeSmem<S>;
+  static constexpr auto kernel = mla_fp8_dims_cluster_kernel<S, C, SPEC, EPI>;
+  static void prepare() {
+    static const bool done = [] {
+      const void* k = reinterpret_cast<const void*>(kernel);
+      harness_check(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(L::total)),
+                    "cudaFuncSetAttribute(mla_fp8_dims_cluster_kernel, smem)");
+      if (C > 8)
+        harness_check(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+                      "cudaFuncSetAttribute(mla_fp8_dims_cluster_kernel, non-portable cluster)");
+      return true;
+    }();
+    (void)done;
+  }
+  static cudaLaunchConfig_t config(dim3 grid, cudaLaunchAttribute* attr) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(kDW * current_device_shape().warp_size);
+    cfg.dynamicSmemBytes = L::total;
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = C;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cfg;
+  }
+  // Blocks that can be resident at once (whole clusters), from the occupancy calculator.
+  static int slots() {
+    static const int n = [] {
+      prepare();
+      cudaLaunchAttribute attr[1];
+      const cudaLaunchConfig_t cfg = config(dim3(C * 64, 1), attr);
+      int clusters = 0;
+      if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
+        (void)cudaGetLastError();
+        clusters = 0;
+      }
+      return clusters * C;
+    }();
+    return n;
+  }
+  static ClusterPlan plan(const MlaDecodeConfig& c, const Policy& pol, int max_tokens = 4096) {
+    return plan_dims(c.batch_size, c.kv_seq_len, slots(), C, max_tokens, pol);
+  }
+  static size_t workspace_bytes(const ClusterPlan& p, const MlaDecodeConfig& c) {
+    return mla_cluster::cluster_ws_bytes(c.batch_size, p.nclus, C);
+  }
+  static void launch(const MlaDecodeArgs& a, const ClusterPlan& pl, const char* name) {
+    require_mla_shape(a.cfg);
+    if (a.workspace_size < workspace_bytes(pl, a.cfg)) throw std::runtime_error(std::string(name) + ": workspace too small");
+    prepare();
+    cudaLaunchAttribute attr[1];
+    const cudaLaunchConfig_t cfg = config(dim3(pl.splits, a.cfg.batch_size), attr);
+    harness_check(cudaLaunchKernelEx(&cfg, kernel, a, pl.tokens_per_split, pl.nclus, static_cast<float*>(a.workspace)), name);
+    harness_check_launch(name);
+  }
+};
+
+// The cluster sizes 2, 4, 8, 16 of one (S, SPEC, EPI): the plan of least cost; ties go to the larger cluster.
+struct Pick {
+  int c = 0;  // cluster size, 0: none
+  ClusterPlan plan;
+};
+template <int S, bool SPEC, int EPI>
+struct Family {
+  static Pick pick(const MlaDecodeConfig& cfg, const Policy& pol, int max_tokens = 4096) {
+    Pick best;
+    auto consider = [&](int c, const ClusterPlan& p) {
+      if (p.ok() && (best.c == 0 || p.cost < best.plan.cost)) best = {c, p};
+    };
+    consider(16, DimsCluster<S, 16, SPEC, EPI>::plan(cfg, pol, max_tokens));
+    consider(8, DimsCluster<S, 8, SPEC, EPI>::plan(cfg, pol, max_tokens));
+    consider(4, DimsCluster<S, 4, SPEC, EPI>::plan(cfg, pol, max_tokens));
+    consider(2, DimsCluster<S, 2, SPEC, EPI>::plan(cfg, pol, max_tokens));
+    return best;
+  }
+  static int slots(int c) {
+    switch (c) {
+      case 16: return DimsCluster<S, 16, SPEC, EPI>::slots();
+      case 8: return DimsCluster<S, 8, SPEC, EPI>::slots();
+      case 4: return DimsCluster<S, 4, SPEC, EPI>::slots();
+      default: return DimsCluster<S, 2, SPEC, EPI>::slots();
+    }
+  }
+  static size_t workspace_bytes(const Pick& p, const MlaDecodeConfig& cfg) {
+    return p.c == 0 ? 0 : mla_cluster::cluster_ws_bytes(cfg.batch_size, p.plan.nclus, p.c);
+  }
+  static void launch(const Pick& p, const MlaDecodeArgs& a) {
+    switch (p.c) {
+      case 16: DimsCluster<S, 16, SPEC, EPI>::launch(a, p.plan, "mla_fp8_dims_cluster_kernel<C 16>"); break;
+      case 8: DimsCluster<S, 8, SPEC, EPI>::launch(a, p.plan, "mla_fp8_dims_cluster_kernel<C 8>"); break;
+      case 4: DimsCluster<S, 4, SPEC, EPI>::launch(a, p.plan, "mla_fp8_dims_cluster_kernel<C 4>"); break;
+      case 2: DimsCluster<S, 2, SPEC, EPI>::launch(a, p.plan, "mla_fp8_dims_cluster_kernel<C 2>"); break;
+      default: throw std::runtime_error("mla_fp8_dims_cluster: no plan");
+    }
+  }
+};
+
+#endif  // HARNESS_GPU && !AMD
+
+}  // namespace
+}  // namespace mla_dims_cluster
