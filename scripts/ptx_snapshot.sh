@@ -2,7 +2,7 @@
 # Writes the normalised PTX of GPU variant sources to a folder, to show that a refactor of kernel code
 # leaves the compiled kernels unchanged (compare two snapshots with diff -r). Uses a configured cuda
 # build's flags. Normalisation drops what changes without the code changing: .loc/.file lines, comments,
-# and the hash nvcc puts into names of unnamed namespaces.
+# the hash nvcc puts into names of unnamed namespaces, register and label numbering, function order.
 #   scripts/ptx_snapshot.sh BUILD_DIR OUT_DIR problems/mla_decode/v11.hip [more .hip files]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +34,13 @@ for line in sys.stdin:
     if re.match(r"\s*\.reg\s", line):
         continue
     line = re.sub(r"%(rd|r|f|fd|p|rs|h|hh)(\d+)", lambda m: "%" + m.group(1) + str(names.setdefault(m.group(0), len(names))), line)
-    out.append(line)
-sys.stdout.write("".join(out))' > "${f%.raw.ptx}.ptx"
+    # Branch labels carry the function index ($L__BB<function>_<block>): drop it.
+    out.append(re.sub(r"\$L__BB\d+_", "$L__BB_", line))
+# Functions in name order, so that a change of instantiation order alone reads as no change.
+text = "".join(out)
+parts = re.split(r"\n(?=(?:\.visible\s+|\.weak\s+)?\.(?:entry|func)\b)", text)
+head, funcs = parts[0], parts[1:]
+key = lambda f: (re.search(r"\.(?:entry|func)\s+(?:\([^)]*\)\s*)?([^\s(]+)", f) or re.search("", f)).group(0)
+sys.stdout.write(head + "".join("\n" + f.rstrip("\n") for f in sorted(funcs, key=key)) + "\n")' > "${f%.raw.ptx}.ptx"
   rm "$f"
 done

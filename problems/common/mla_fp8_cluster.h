@@ -564,29 +564,38 @@ struct Fused {
 
 // The one-launch configurations v12 measured on the latency-bound shapes (docs/perf.md, mla-small):
 // one cluster of 16 blocks of at most 64 tokens a batch when that is one wave (8 warps, 2 blocks per
-// SM), else 4-warp blocks of 32-token tiles in clusters of 8 (3 blocks per SM), splits from the cost model.
-using SmallB16 = Fused<8, 2, 16, 2>;
-using SmallA = Fused<4, 2, 8, 3>;
+// SM), else 4-warp blocks of 32-token tiles in clusters of 8 (3 blocks per SM), splits from the cost
+// model. OPT: the kernels' kOpt* bits (0 = v12's kernels).
 struct SmallChoice {
   enum Kind { none, a, b16 } kind = none;
   ClusterPlan plan;
 };
-inline SmallChoice choose_small(const MlaDecodeConfig& c) {
-  const ClusterPlan p16 = SmallB16::plan(c);
-  if (p16.ok() && p16.nclus == 1 && p16.waves == 1 && p16.tokens_per_split <= 64) return {SmallChoice::b16, p16};
-  const ClusterPlan pa = SmallA::plan(c);
-  if (pa.ok()) return {SmallChoice::a, pa};
-  return {};
-}
+template <int OPT = 0>
+struct Small {
+  using B16 = Fused<8, 2, 16, 2, false, OPT>;
+  using A = Fused<4, 2, 8, 3, false, OPT>;
+  static SmallChoice choose(const MlaDecodeConfig& c) {
+    const ClusterPlan p16 = B16::plan(c);
+    if (p16.ok() && p16.nclus == 1 && p16.waves == 1 && p16.tokens_per_split <= 64) return {SmallChoice::b16, p16};
+    const ClusterPlan pa = A::plan(c);
+    if (pa.ok()) return {SmallChoice::a, pa};
+    return {};
+  }
+  static size_t workspace_bytes(const SmallChoice& ch, const MlaDecodeConfig& c) {
+    return ch.kind == SmallChoice::b16 ? B16::workspace_bytes(ch.plan, c) : A::workspace_bytes(ch.plan, c);
+  }
+  static void launch(const SmallChoice& ch, const MlaDecodeArgs& a) {
+    if (ch.kind == SmallChoice::b16)
+      B16::launch(a, ch.plan, OPT ? "mla_fp8_cluster_kernel<8, 2, 16, 2, opt>" : "mla_fp8_cluster_kernel<8, 2, 16, 2>");
+    else
+      A::launch(a, ch.plan, OPT ? "mla_fp8_cluster_kernel<4, 2, 8, 3, opt>" : "mla_fp8_cluster_kernel<4, 2, 8, 3>");
+  }
+};
+inline SmallChoice choose_small(const MlaDecodeConfig& c) { return Small<>::choose(c); }
 inline size_t small_workspace_bytes(const SmallChoice& ch, const MlaDecodeConfig& c) {
-  return ch.kind == SmallChoice::b16 ? SmallB16::workspace_bytes(ch.plan, c) : SmallA::workspace_bytes(ch.plan, c);
+  return Small<>::workspace_bytes(ch, c);
 }
-inline void launch_small(const SmallChoice& ch, const MlaDecodeArgs& a) {
-  if (ch.kind == SmallChoice::b16)
-    SmallB16::launch(a, ch.plan, "mla_fp8_cluster_kernel<8, 2, 16, 2>");
-  else
-    SmallA::launch(a, ch.plan, "mla_fp8_cluster_kernel<4, 2, 8, 3>");
-}
+inline void launch_small(const SmallChoice& ch, const MlaDecodeArgs& a) { Small<>::launch(ch, a); }
 
 #endif  // HARNESS_GPU && !AMD
 

@@ -110,6 +110,220 @@ __device__ inline int p_pos(int k) { return (k & ~15) + 4 * ((k & 7) >> 1) + 2 *
 //     mma instead of 8 k8), accumulated into that m tile's partial logits.
 constexpr int kOptFlag = 1, kOptRope = 2;
 
+// One 64-token tile of the block (stage st, valid tokens, global tile counter j; its copy has landed):
+// Q K^T on the warp's dims with the V^T fragments kept for P V, partial logits through shared memory
+// (barrier A, then after_a(): the producer refills the freed stage), the reduction and softmax of token
+// rtok against the lazy reference maxima (barrier B; a rescale pass when a logit passed its reference
+// + 2^8), P V on the warp's dims. Shared by the persistent kernel and mla_fp8_dims_cluster.h's.
+struct QFrags {  // Q^T of the warp's dims as mma B fragments (f16), see the kernel
+  uint32_t qb[2][4][2], qr[2], qr2[2][2][2];
+};
+struct TileLane {  // the lane's place in the tile
+  int tid, g, t, dw;
+  int rtok;              // the token this lane reduces and soft-maxes
+  int ones_mt, ones_nt;  // the m and n tile of the warp's denominator mma
+  mma::FragA ones;
+};
+__device__ inline TileLane tile_lane() {
+  TileLane ln;
+  ln.tid = threadIdx.x;
+  const int lane = ln.tid % kernel_warp_size();
+  ln.dw = ln.tid / kernel_warp_size();
+  ln.g = lane >> 2;
+  ln.t = lane & 3;
+  ln.ones_mt = ln.dw >> 1;  // 8 warps = 4 k steps x 2 n tiles: the denominator, one mma a tile each
+  ln.ones_nt = ln.dw & 1;
+  ln.ones.row[0] = make_uint2(0x3c003c00u, 0x3c003c00u);
+  ln.ones.row[1] = ln.ones.row[0];
+  ln.rtok = 8 * ln.dw + ln.g;
+  return ln;
+}
+#if defined(MLA_DIMS_SM90)
+template <int S, int OPT, class AfterA>
+__device__ __forceinline__ void dims_tile(unsigned char* smem, const TileLane& ln, const unsigned char* st, int valid,
+                                          uint32_t j, const QFrags& q, float logit_scale, float (&m_ref)[4],
+                                          mma::FragC (&o)[4][2], mma::FragC& lacc, AfterA&& after_a) {
+  using L = Smem<S>;
+  constexpr int WS = kernel_warp_size();
+  constexpr int kPRow = L::kPRow;
+  float4* sp = reinterpret_cast<float4*>(smem + L::sp);
+  int* flag_sm = reinterpret_cast<int*>(smem + L::flag);
+  uint16_t* p_sm = reinterpret_cast<uint16_t*>(smem + L::p);
+  float* tmax_sm = reinterpret_cast<float*>(smem + L::tmax);
+  const int g = ln.g, t = ln.t, dw = ln.dw, rtok = ln.rtok, ones_mt = ln.ones_mt, ones_nt = ln.ones_nt;
+  const mma::FragA& ones = ln.ones;
+  const auto& qb = q.qb;
+  const auto& qr = q.qr;
+  const auto& qr2 = q.qr2;
+
+  // Q K^T over the warp's dims, and the V^T fragments for P V.
+  uint32_t vt[4][4][4];
+  {
+    mma::FragC c[4][2];
+    mma::FragA ropeA[2];  // kOptRope: the warp's rope A fragments (m tile dw >> 1), k steps 0, 1
+    if constexpr ((OPT & kOptRope) != 0) {
+      const unsigned char* rowg = st + (16 * (dw >> 1) + g) * kDimQK + kDimV + 32 * (dw & 1) + 8 * t;
+      const uint2 rg = *reinterpret_cast<const uint2*>(rowg);
+      const uint2 rh = *reinterpret_cast<const uint2*>(rowg + 8 * kDimQK);
+      const uint32_t wg[2] = {rg.x, rg.y}, wh[2] = {rh.x, rh.y};
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        ropeA[q].row[0].x = mla_wide::fp8x2_to_f16x2_hw(wg[q]);
+        ropeA[q].row[1].x = mla_wide::fp8x2_to_f16x2_hw(wh[q]);
+        ropeA[q].row[0].y = mla_wide::fp8x2_to_f16x2_hw(wg[q] >> 16);
+        ropeA[q].row[1].y = mla_wide::fp8x2_to_f16x2_hw(wh[q] >> 16);
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < 4; ++mt) {
+      const int r0 = 16 * mt + g;
+      const unsigned char* rowg = st + r0 * kDimQK;
+      const unsigned char* rowh = rowg + 8 * kDimQK;
+      const uint4 kg = *reinterpret_cast<const uint4*>(rowg + 64 * dw + 16 * t);
+      const uint4 kh = *reinterpret_cast<const uint4*>(rowh + 64 * dw + 16 * t);
+      uint32_t rg = 0, rh = 0;
+      if constexpr (!(OPT & kOptRope)) {
+        rg = *reinterpret_cast<const uint16_t*>(rowg + kDimV + 8 * dw + 2 * t);
+        rh = *reinterpret_cast<const uint16_t*>(rowh + kDimV + 8 * dw + 2 * t);
+      }
+      const uint32_t wg[4] = {kg.x, kg.y, kg.z, kg.w}, wh[4] = {kh.x, kh.y, kh.z, kh.w};
+      c[mt][0] = mma::FragC{{0.f, 0.f, 0.f, 0.f}};
+      c[mt][1] = mma::FragC{{0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+      for (int p = 0; p < 4; ++p) {
+        mma::FragA k;
+        k.row[0].x = mla_wide::fp8x2_to_f16x2_hw(wg[p]);        // token g, k 2t..
+        k.row[1].x = mla_wide::fp8x2_to_f16x2_hw(wh[p]);        // token g + 8
+        k.row[0].y = mla_wide::fp8x2_to_f16x2_hw(wg[p] >> 16);  // token g, k 2t + 8..
+        k.row[1].y = mla_wide::fp8x2_to_f16x2_hw(wh[p] >> 16);
+        mma::mma<mma::Elem::f16>(c[mt][0], k, make_uint2(qb[0][p][0], qb[0][p][1]));
+        mma::mma<mma::Elem::f16>(c[mt][1], k, make_uint2(qb[1][p][0], qb[1][p][1]));
+        // V^T (rows = dims, k = tokens): 8x8 blocks transposed and re-placed.
+        vt[mt][p][0] = movm_t(k.row[0].x);  // dims of k 0..7, tokens 0..7
+        vt[mt][p][1] = movm_t(k.row[0].y);  // dims of k 8..15, tokens 0..7
+        vt[mt][p][2] = movm_t(k.row[1].x);  // dims of k 0..7, tokens 8..15
+        vt[mt][p][3] = movm_t(k.row[1].y);
+      }
+      if constexpr ((OPT & kOptRope) != 0) {
+        if (mt == (dw >> 1)) {  // warp-uniform
+#pragma unroll
+          for (int q = 0; q < 2; ++q) {
+            mma::mma<mma::Elem::f16>(c[mt][0], ropeA[q], make_uint2(qr2[0][q][0], qr2[0][q][1]));
+            mma::mma<mma::Elem::f16>(c[mt][1], ropeA[q], make_uint2(qr2[1][q][0], qr2[1][q][1]));
+          }
+        }
+      } else {
+        const uint32_t ra0 = mla_wide::fp8x2_to_f16x2_hw(rg), ra1 = mla_wide::fp8x2_to_f16x2_hw(rh);
+        mma_k8(c[mt][0], ra0, ra1, qr[0]);
+        mma_k8(c[mt][1], ra0, ra1, qr[1]);
+      }
+    }
+    // Partial logits: float4 (heads 2t, 2t+1, 8+2t, 9+2t) per (dim warp, token, t).
+#pragma unroll
+    for (int mt = 0; mt < 4; ++mt) {
+      const int r0 = 16 * mt + g;
+      sp[(dw * kT + r0) * 4 + t] = make_float4(c[mt][0].v[0], c[mt][0].v[1], c[mt][1].v[0], c[mt][1].v[1]);
+      sp[(dw * kT + r0 + 8) * 4 + t] = make_float4(c[mt][0].v[2], c[mt][0].v[3], c[mt][1].v[2], c[mt][1].v[3]);
+    }
+  }
+  __syncthreads();  // A: partial logits written; this tile's stage is free
+  after_a();
+
+  // Reduce the 8 partials of token rtok, softmax against m_ref.
+  float s[4];
+  {
+    const bool ok = rtok < valid;
+    float4 acc = sp[(0 * kT + rtok) * 4 + t];
+#pragma unroll
+    for (int d = 1; d < kDW; ++d) {
+      const float4 v = sp[(d * kT + rtok) * 4 + t];
+      acc.x += v.x;
+      acc.y += v.y;
+      acc.z += v.z;
+      acc.w += v.w;
+    }
+    s[0] = ok ? acc.x * logit_scale : -INFINITY;
+    s[1] = ok ? acc.y * logit_scale : -INFINITY;
+    s[2] = ok ? acc.z * logit_scale : -INFINITY;
+    s[3] = ok ? acc.w * logit_scale : -INFINITY;
+  }
+  auto write_p = [&]() {
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      p_sm[(8 * (i >> 1) + 2 * t + (i & 1)) * kPRow + p_pos(rtok)] = f32_to_f16_bits(exp2f(s[i] - m_ref[i]));
+  };
+  bool over = false;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) over |= s[i] > m_ref[i] + kRescaleSlack;
+  bool rescale;
+  if constexpr ((OPT & kOptFlag) != 0) {
+    if (over) *flag_sm = int(j);  // read after B; the next write is after the next tile's A
+    write_p();
+    __syncthreads();  // B: P and the flag written
+    rescale = *flag_sm == int(j);
+  } else {
+    write_p();
+    // B: P written; the block learns in the barrier whether any logit passed its reference + 2^8.
+    rescale = __syncthreads_or(over);
+  }
+  if (rescale) {  // new reference maxima: tile maxima, rescale, P again
+    float mx[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      mx[i] = s[i];
+#pragma unroll
+      for (int off = 4; off < WS; off <<= 1) mx[i] = fmaxf(mx[i], __shfl_xor(mx[i], off));
+    }
+    if (g == 0) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) tmax_sm[(8 * (i >> 1) + 2 * t + (i & 1)) * 8 + dw] = mx[i];
+    }
+    __syncthreads();
+    float alpha[4];
+#pragma unroll
+    for (int jj = 0; jj < 4; ++jj) {
+      const int h = 8 * (jj >> 1) + 2 * t + (jj & 1);
+      const float4 u = *reinterpret_cast<const float4*>(tmax_sm + h * 8);
+      const float4 v = *reinterpret_cast<const float4*>(tmax_sm + h * 8 + 4);
+      const float m_tile = fmaxf(fmaxf(fmaxf(u.x, u.y), fmaxf(u.z, u.w)), fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
+      const float m_new = fmaxf(m_ref[jj], m_tile);
+      alpha[jj] = m_new == m_ref[jj] ? 1.f : exp2f(m_ref[jj] - m_new);
+      m_ref[jj] = m_new;
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#pragma unroll
+      for (int p = 0; p < 4; ++p)
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) o[p][nt].v[i] *= alpha[2 * nt + (i & 1)];
+      lacc.v[i] *= ones_nt ? alpha[2 + (i & 1)] : alpha[i & 1];
+    }
+    write_p();
+    __syncthreads();
+  }
+
+  // P V on the warp's dims.
+#pragma unroll
+  for (int mt = 0; mt < 4; ++mt) {
+    mma::FragB pb[2];
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) pb[nt] = *reinterpret_cast<const uint2*>(p_sm + (8 * nt + g) * kPRow + 16 * mt + 4 * t);
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      mma::FragA v;
+      v.row[0].x = vt[mt][p][0];
+      v.row[1].x = vt[mt][p][1];
+      v.row[0].y = vt[mt][p][2];
+      v.row[1].y = vt[mt][p][3];
+      mma::mma<mma::Elem::f16>(o[p][0], v, pb[0]);
+      mma::mma<mma::Elem::f16>(o[p][1], v, pb[1]);
+    }
+    if (ones_mt == mt)
+      mma::mma<mma::Elem::f16>(lacc, ones, make_uint2(ones_nt ? pb[1].x : pb[0].x, ones_nt ? pb[1].y : pb[0].y));
+  }
+}
+#endif  // MLA_DIMS_SM90
+
 // PERSIST: one block per SM walks the work items (batch, split) blockIdx.x, + gridDim.x, ...; the
 // ring runs on across items (the next item's first tiles load during this item's last ones), so
 // a block's fill and launch are paid once per SM instead of once per item.
@@ -121,15 +335,11 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
   constexpr int WS = kernel_warp_size();
   constexpr int kW = kDW;
   constexpr int kThreads = kW * WS;
-  constexpr int kPRow = L::kPRow;
   static_assert(mma::kN == 8 && mma::kARows == 2, "NVIDIA m16n8k16 lane geometry");
   require_warp_size();
 
   extern __shared__ __align__(128) unsigned char smem[];
-  float4* sp = reinterpret_cast<float4*>(smem + L::sp);
   int* flag_sm = reinterpret_cast<int*>(smem + L::flag);
-  uint16_t* p_sm = reinterpret_cast<uint16_t*>(smem + L::p);
-  float* tmax_sm = reinterpret_cast<float*>(smem + L::tmax);
   float* lpart_sm = reinterpret_cast<float*>(smem + L::lpart);
   float* l_sm = reinterpret_cast<float*>(smem + L::stats);
   float* m_sm = l_sm + kHeads;
@@ -198,19 +408,16 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
 
   const float kv_scale = *a.kv_fp8_scale;
   const float logit_scale = a.cfg.sm_scale * 1.4426950408889634f * kv_scale;
-  const bool has_ones = true;  // 8 warps = 4 k steps x 2 n tiles: the denominator, one mma a tile each
-  const int ones_mt = dw >> 1, ones_nt = dw & 1;
-  mma::FragA ones;
-  ones.row[0] = make_uint2(0x3c003c00u, 0x3c003c00u);
-  ones.row[1] = ones.row[0];
-  const int rtok = 8 * dw + g;  // the token this lane reduces and soft-maxes
-  uint32_t j = 0;               // global tile counter (stage j % S, phase j / S)
+  const TileLane ln = tile_lane();
+  const bool has_ones = true;  // every warp holds one head tile's denominator (TileLane)
+  const int ones_nt = ln.ones_nt;
+  uint32_t j = 0;  // global tile counter (stage j % S, phase j / S)
 
   for (int item = first_item; item < n_items; item += item_step) {
     const Span w = span(item);
     // Q^T fragments of the warp's dims, bf16 -> f16, from global memory: k step p of n tile nt:
     // b0 = dims 64 dw + 16 t + 4 p + {0, 1}, b1 = + {2, 3} of head 8 nt + g; rope: 512 + 8 dw + 2 t + {0, 1}.
-    uint32_t qb[2][4][2], qr[2], qr2[2][2][2];
+    QFrags q;
     {
       const uint16_t* qbase = a.q + int64_t(w.b) * kHeads * kDimQK;
 #pragma unroll
@@ -219,18 +426,18 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
 #pragma unroll
         for (int p = 0; p < 4; ++p) {
           const uint2 v = *reinterpret_cast<const uint2*>(qh + 64 * dw + 16 * t + 4 * p);
-          qb[nt][p][0] = mla_wide::bf16x2_to_f16x2(v.x);
-          qb[nt][p][1] = mla_wide::bf16x2_to_f16x2(v.y);
+          q.qb[nt][p][0] = mla_wide::bf16x2_to_f16x2(v.x);
+          q.qb[nt][p][1] = mla_wide::bf16x2_to_f16x2(v.y);
         }
         if constexpr ((OPT & kOptRope) != 0) {
           // k step q: b0 = rope dims 32 (dw & 1) + 8 t + 4 q + {0, 1}, b1 = + {2, 3}.
           const uint4 v = *reinterpret_cast<const uint4*>(qh + kDimV + 32 * (dw & 1) + 8 * t);
-          qr2[nt][0][0] = mla_wide::bf16x2_to_f16x2(v.x);
-          qr2[nt][0][1] = mla_wide::bf16x2_to_f16x2(v.y);
-          qr2[nt][1][0] = mla_wide::bf16x2_to_f16x2(v.z);
-          qr2[nt][1][1] = mla_wide::bf16x2_to_f16x2(v.w);
+          q.qr2[nt][0][0] = mla_wide::bf16x2_to_f16x2(v.x);
+          q.qr2[nt][0][1] = mla_wide::bf16x2_to_f16x2(v.y);
+          q.qr2[nt][1][0] = mla_wide::bf16x2_to_f16x2(v.z);
+          q.qr2[nt][1][1] = mla_wide::bf16x2_to_f16x2(v.w);
         } else {
-          qr[nt] = mla_wide::bf16x2_to_f16x2(*reinterpret_cast<const uint32_t*>(qh + kDimV + 8 * dw + 2 * t));
+          q.qr[nt] = mla_wide::bf16x2_to_f16x2(*reinterpret_cast<const uint32_t*>(qh + kDimV + 8 * dw + 2 * t));
         }
       }
     }
@@ -247,171 +454,9 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
       const int valid = min(kT, w.n_tokens - tile * kT);
       mbar_wait(bar0 + 8 * (j % S), uint32_t((j / S) & 1));
 
-      // Q K^T over the warp's dims, and the V^T fragments for P V.
-      uint32_t vt[4][4][4];
-      {
-        mma::FragC c[4][2];
-        mma::FragA ropeA[2];  // kOptRope: the warp's rope A fragments (m tile dw >> 1), k steps 0, 1
-        if constexpr ((OPT & kOptRope) != 0) {
-          const unsigned char* rowg = st + (16 * (dw >> 1) + g) * kDimQK + kDimV + 32 * (dw & 1) + 8 * t;
-          const uint2 rg = *reinterpret_cast<const uint2*>(rowg);
-          const uint2 rh = *reinterpret_cast<const uint2*>(rowg + 8 * kDimQK);
-          const uint32_t wg[2] = {rg.x, rg.y}, wh[2] = {rh.x, rh.y};
-#pragma unroll
-          for (int q = 0; q < 2; ++q) {
-            ropeA[q].row[0].x = mla_wide::fp8x2_to_f16x2_hw(wg[q]);
-            ropeA[q].row[1].x = mla_wide::fp8x2_to_f16x2_hw(wh[q]);
-            ropeA[q].row[0].y = mla_wide::fp8x2_to_f16x2_hw(wg[q] >> 16);
-            ropeA[q].row[1].y = mla_wide::fp8x2_to_f16x2_hw(wh[q] >> 16);
-          }
-        }
-#pragma unroll
-        for (int mt = 0; mt < 4; ++mt) {
-          const int r0 = 16 * mt + g;
-          const unsigned char* rowg = st + r0 * kDimQK;
-          const unsigned char* rowh = rowg + 8 * kDimQK;
-          const uint4 kg = *reinterpret_cast<const uint4*>(rowg + 64 * dw + 16 * t);
-          const uint4 kh = *reinterpret_cast<const uint4*>(rowh + 64 * dw + 16 * t);
-          uint32_t rg = 0, rh = 0;
-          if constexpr (!(OPT & kOptRope)) {
-            rg = *reinterpret_cast<const uint16_t*>(rowg + kDimV + 8 * dw + 2 * t);
-            rh = *reinterpret_cast<const uint16_t*>(rowh + kDimV + 8 * dw + 2 * t);
-          }
-          const uint32_t wg[4] = {kg.x, kg.y, kg.z, kg.w}, wh[4] = {kh.x, kh.y, kh.z, kh.w};
-          c[mt][0] = mma::FragC{{0.f, 0.f, 0.f, 0.f}};
-          c[mt][1] = mma::FragC{{0.f, 0.f, 0.f, 0.f}};
-#pragma unroll
-          for (int p = 0; p < 4; ++p) {
-            mma::FragA k;
-            k.row[0].x = mla_wide::fp8x2_to_f16x2_hw(wg[p]);        // token g, k 2t..
-            k.row[1].x = mla_wide::fp8x2_to_f16x2_hw(wh[p]);        // token g + 8
-            k.row[0].y = mla_wide::fp8x2_to_f16x2_hw(wg[p] >> 16);  // token g, k 2t + 8..
-            k.row[1].y = mla_wide::fp8x2_to_f16x2_hw(wh[p] >> 16);
-            mma::mma<mma::Elem::f16>(c[mt][0], k, make_uint2(qb[0][p][0], qb[0][p][1]));
-            mma::mma<mma::Elem::f16>(c[mt][1], k, make_uint2(qb[1][p][0], qb[1][p][1]));
-            // V^T (rows = dims, k = tokens): 8x8 blocks transposed and re-placed.
-            vt[mt][p][0] = movm_t(k.row[0].x);  // dims of k 0..7, tokens 0..7
-            vt[mt][p][1] = movm_t(k.row[0].y);  // dims of k 8..15, tokens 0..7
-            vt[mt][p][2] = movm_t(k.row[1].x);  // dims of k 0..7, tokens 8..15
-            vt[mt][p][3] = movm_t(k.row[1].y);
-          }
-          if constexpr ((OPT & kOptRope) != 0) {
-            if (mt == (dw >> 1)) {  // warp-uniform
-#pragma unroll
-              for (int q = 0; q < 2; ++q) {
-                mma::mma<mma::Elem::f16>(c[mt][0], ropeA[q], make_uint2(qr2[0][q][0], qr2[0][q][1]));
-                mma::mma<mma::Elem::f16>(c[mt][1], ropeA[q], make_uint2(qr2[1][q][0], qr2[1][q][1]));
-              }
-            }
-          } else {
-            const uint32_t ra0 = mla_wide::fp8x2_to_f16x2_hw(rg), ra1 = mla_wide::fp8x2_to_f16x2_hw(rh);
-            mma_k8(c[mt][0], ra0, ra1, qr[0]);
-            mma_k8(c[mt][1], ra0, ra1, qr[1]);
-          }
-        }
-        // Partial logits: float4 (heads 2t, 2t+1, 8+2t, 9+2t) per (dim warp, token, t).
-#pragma unroll
-        for (int mt = 0; mt < 4; ++mt) {
-          const int r0 = 16 * mt + g;
-          sp[(dw * kT + r0) * 4 + t] = make_float4(c[mt][0].v[0], c[mt][0].v[1], c[mt][1].v[0], c[mt][1].v[1]);
-          sp[(dw * kT + r0 + 8) * 4 + t] = make_float4(c[mt][0].v[2], c[mt][0].v[3], c[mt][1].v[2], c[mt][1].v[3]);
-        }
-      }
-      __syncthreads();  // A: partial logits written; this tile's stage is free
-      if (tid == 0) issue_next();
-
-      // Reduce the 8 partials of token rtok, softmax against m_ref.
-      float s[4];
-      {
-        const bool ok = rtok < valid;
-        float4 acc = sp[(0 * kT + rtok) * 4 + t];
-#pragma unroll
-        for (int d = 1; d < kDW; ++d) {
-          const float4 v = sp[(d * kT + rtok) * 4 + t];
-          acc.x += v.x;
-          acc.y += v.y;
-          acc.z += v.z;
-          acc.w += v.w;
-        }
-        s[0] = ok ? acc.x * logit_scale : -INFINITY;
-        s[1] = ok ? acc.y * logit_scale : -INFINITY;
-        s[2] = ok ? acc.z * logit_scale : -INFINITY;
-        s[3] = ok ? acc.w * logit_scale : -INFINITY;
-      }
-      auto write_p = [&]() {
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-          p_sm[(8 * (i >> 1) + 2 * t + (i & 1)) * kPRow + p_pos(rtok)] = f32_to_f16_bits(exp2f(s[i] - m_ref[i]));
-      };
-      bool over = false;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) over |= s[i] > m_ref[i] + kRescaleSlack;
-      bool rescale;
-      if constexpr ((OPT & kOptFlag) != 0) {
-        if (over) *flag_sm = int(j);  // read after B; the next write is after the next tile's A
-        write_p();
-        __syncthreads();  // B: P and the flag written
-        rescale = *flag_sm == int(j);
-      } else {
-        write_p();
-        // B: P written; the block learns in the barrier whether any logit passed its reference + 2^8.
-        rescale = __syncthreads_or(over);
-      }
-      if (rescale) {  // new reference maxima: tile maxima, rescale, P again
-        float mx[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          mx[i] = s[i];
-#pragma unroll
-          for (int off = 4; off < WS; off <<= 1) mx[i] = fmaxf(mx[i], __shfl_xor(mx[i], off));
-        }
-        if (g == 0) {
-#pragma unroll
-          for (int i = 0; i < 4; ++i) tmax_sm[(8 * (i >> 1) + 2 * t + (i & 1)) * 8 + dw] = mx[i];
-        }
-        __syncthreads();
-        float alpha[4];
-#pragma unroll
-        for (int jj = 0; jj < 4; ++jj) {
-          const int h = 8 * (jj >> 1) + 2 * t + (jj & 1);
-          const float4 u = *reinterpret_cast<const float4*>(tmax_sm + h * 8);
-          const float4 v = *reinterpret_cast<const float4*>(tmax_sm + h * 8 + 4);
-          const float m_tile = fmaxf(fmaxf(fmaxf(u.x, u.y), fmaxf(u.z, u.w)), fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
-          const float m_new = fmaxf(m_ref[jj], m_tile);
-          alpha[jj] = m_new == m_ref[jj] ? 1.f : exp2f(m_ref[jj] - m_new);
-          m_ref[jj] = m_new;
-        }
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-#pragma unroll
-          for (int p = 0; p < 4; ++p)
-#pragma unroll
-            for (int nt = 0; nt < 2; ++nt) o[p][nt].v[i] *= alpha[2 * nt + (i & 1)];
-          lacc.v[i] *= ones_nt ? alpha[2 + (i & 1)] : alpha[i & 1];
-        }
-        write_p();
-        __syncthreads();
-      }
-
-      // P V on the warp's dims.
-#pragma unroll
-      for (int mt = 0; mt < 4; ++mt) {
-        mma::FragB pb[2];
-#pragma unroll
-        for (int nt = 0; nt < 2; ++nt) pb[nt] = *reinterpret_cast<const uint2*>(p_sm + (8 * nt + g) * kPRow + 16 * mt + 4 * t);
-#pragma unroll
-        for (int p = 0; p < 4; ++p) {
-          mma::FragA v;
-          v.row[0].x = vt[mt][p][0];
-          v.row[1].x = vt[mt][p][1];
-          v.row[0].y = vt[mt][p][2];
-          v.row[1].y = vt[mt][p][3];
-          mma::mma<mma::Elem::f16>(o[p][0], v, pb[0]);
-          mma::mma<mma::Elem::f16>(o[p][1], v, pb[1]);
-        }
-        if (has_ones && ones_mt == mt)
-          mma::mma<mma::Elem::f16>(lacc, ones, make_uint2(ones_nt ? pb[1].x : pb[0].x, ones_nt ? pb[1].y : pb[0].y));
-      }
+      dims_tile<S, OPT>(smem, ln, st, valid, j, q, logit_scale, m_ref, o, lacc, [&] {
+        if (tid == 0) issue_next();
+      });
     }
 
     // Denominators (sum of the warps' ones products), reference maxima, O through shared memory.

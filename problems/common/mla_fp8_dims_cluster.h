@@ -14,14 +14,12 @@
 //     [b kv_len, (b+1) kv_len)) before kv_indptr is read; if kv_indptr disagrees, thread 0 waits for
 //     those copies (completing the stages the block did not fill with a plain arrive), the block starts
 //     its tile counter one ring phase later and issues the right rows.
-// EPI options (template bits; 0 = the first version measured, call 1 of the notes):
-//   kEpiMerge: O chunks XOR-swizzled in shared memory (2-way instead of 8-way store conflicts); each
-//     thread loads its units' m, l and O of all C sources in one round of distributed-shared-memory
-//     loads and derives the weights itself; the cross-cluster merge issues the loads of a batch of
-//     clusters together (online maximum) instead of dependent runtime loops;
-//   kEpiFast: MUFU division / log2 in the merge (the IEEE division's slow path was ~10% of the samples
-//     at bs 4 / kv 1024) and fence.acq_rel.gpu around the counter instead of fence.sc;
-//   kEpiQuarter: one copy mbarrier per 16-token quarter of a tile (measured slower: not used by v16).
+// Epilogue (measured against simpler forms in docs/perf-mla-v16.md): O chunks XOR-swizzled in shared
+// memory (2-way instead of 8-way store conflicts); each thread loads its units' m, l and O of all C
+// sources in one round of distributed-shared-memory loads and derives the weights itself; the
+// cross-cluster merge issues the loads of a batch of clusters together (online maximum); MUFU division
+// and log2 (the IEEE division's slow path was ~10% of the samples at bs 4 / kv 1024); fence.acq_rel.gpu
+// around the counter.
 // The tile itself is mla_fp8_dims.h's with v15's options (rope in k16 steps, shared-memory rescale
 // flag), written out here without the persistent item loop.
 #pragma once
@@ -48,16 +46,8 @@ using mla_dims::kRescaleSlack;
 using mla_dims::kT;
 
 constexpr int kMaxC = 16;
-constexpr int kEpiMerge = 1, kEpiFast = 2, kEpiQuarter = 4;  // EPI bits (see above)
 constexpr int kMaxCounters = 1 << 16;  // batch * C
 
-template <int S>
-struct MergeSmem {
-  using D = mla_dims::Smem<S>;
-  static constexpr size_t merge = (D::total + 15) / 16 * 16;  // m [C][16], l [C][16], inv [16], lse [16]
-  static constexpr size_t qbar = merge + size_t(2 * kMaxC + 2) * kHeads * 4;  // EPI & 4: [S][4] mbarriers
-  static constexpr size_t total = qbar + size_t(S) * 4 * 8;
-};
 
 #if defined(HARNESS_GPU) && !defined(__HIP_PLATFORM_AMD__)
 
@@ -68,15 +58,22 @@ __device__ inline void mbar_arrive_plain(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 
-// EPI epilogue, after the first cluster barrier (every block's O, m, l are in its shared memory).
+// A block's unnormalised O [16][512] in shared memory: the float4 chunk of a head row is XOR-swizzled by
+// (head >> 1) & 3 (the fragment stores are 2-way bank-conflicted instead of 8-way; the merge reads
+// whole float4 chunks).
+__device__ inline int o_at(int head, int dim) {
+  return head * kDimV + ((((dim >> 2) ^ ((head >> 1) & 3))) << 2) + (dim & 3);
+}
+
+// The epilogue, after the first cluster barrier (every block's O, m, l are in its shared memory).
 // Rank r merges dims [r 512/C, (r+1) 512/C): each thread loads, for its float4 units, the C sources'
 // m, l and O chunk in one round of distributed-shared-memory loads and derives the weights itself (no
 // shared weight table, no block barrier); then the relaxed arrive. Several clusters a batch: the
 // merged slice (normalised) and its log2-sum-exp go to the workspace, and the batch's last cluster for
 // this rank merges them with an online maximum over batches of clusters whose loads are all issued
 // together (one L2 round trip a batch).
-template <int C, int EPI>
-__device__ __forceinline__ void epilogue_epi(const MlaDecodeArgs& a, const float* o_sm, const float* m_sm,
+template <int C>
+__device__ __forceinline__ void epilogue(const MlaDecodeArgs& a, const float* o_sm, const float* m_sm,
                                              const float* l_sm, int* flag_sm, float kv_scale, int b, int rank,
                                              int cl, int nclus, float* ws) {
   constexpr int kThreads = kDW * kernel_warp_size();
@@ -85,7 +82,6 @@ __device__ __forceinline__ void epilogue_epi(const MlaDecodeArgs& a, const float
   constexpr int kUnits = kHeads * kQ;
   constexpr int kPer = (kUnits + kThreads - 1) / kThreads;
   const int tid = threadIdx.x;
-  auto o_at = [](int head, int dim) { return head * kDimV + ((((dim >> 2) ^ ((head >> 1) & 3))) << 2) + (dim & 3); };
   float4 res[kPer];
   float lse_u[kPer];
   {
@@ -120,10 +116,9 @@ __device__ __forceinline__ void epilogue_epi(const MlaDecodeArgs& a, const float
         acc.z += w * v[k][src].z;
         acc.w += w * v[k][src].w;
       }
-      // EPI & 2: MUFU reciprocal and log2 (the IEEE division's slow path held ~10% of the samples at bs4/kv1k).
-      const float inv = total > 0.f ? ((EPI & 2) ? __fdividef(kv_scale, total) : kv_scale / total) : 0.f;
+      const float inv = total > 0.f ? __fdividef(kv_scale, total) : 0.f;
       res[k] = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
-      lse_u[k] = total > 0.f ? mx + ((EPI & 2) ? __log2f(total) : log2f(total)) : -INFINITY;
+      lse_u[k] = total > 0.f ? mx + __log2f(total) : -INFINITY;
     }
   }
   // Done reading the others' shared memory (the merge consumed every loaded value).
@@ -144,13 +139,8 @@ __device__ __forceinline__ void epilogue_epi(const MlaDecodeArgs& a, const float
       }
     }
   }
-  // EPI & 2: fence.acq_rel.gpu (release before the counter, acquire after it) instead of fence.sc.
-  auto fence = [] {
-    if constexpr ((EPI & 2) != 0)
-      asm volatile("fence.acq_rel.gpu;" ::: "memory");
-    else
-      __threadfence();
-  };
+  // Release before the counter, acquire after it (fence.sc, __threadfence, is stronger than needed).
+  auto fence = [] { asm volatile("fence.acq_rel.gpu;" ::: "memory"); };
   if (nclus > 1) {
     fence();
     __syncthreads();
@@ -217,7 +207,7 @@ __device__ __forceinline__ void epilogue_epi(const MlaDecodeArgs& a, const float
         const int u = tid + k * kThreads;
         if (kUnits % kThreads == 0 || u < kUnits) {
           const int h = u / kQ, col = rank * kSlice + 4 * (u % kQ);
-          const float inv = tot[k] > 0.f ? ((EPI & 2) ? __fdividef(1.f, tot[k]) : 1.f / tot[k]) : 0.f;
+          const float inv = tot[k] > 0.f ? __fdividef(1.f, tot[k]) : 0.f;
           *reinterpret_cast<uint2*>(a.out + (int64_t(b) * kHeads + h) * kDimV + col) =
               mla_cluster::bf16x4(make_float4(acc[k].x * inv, acc[k].y * inv, acc[k].z * inv, acc[k].w * inv));
         }
@@ -228,42 +218,25 @@ __device__ __forceinline__ void epilogue_epi(const MlaDecodeArgs& a, const float
 }
 #endif
 
-template <int S, int C, bool SPEC, int EPI>
+template <int S, int C, bool SPEC>
 __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     mla_fp8_dims_cluster_kernel(MlaDecodeArgs a, int tokens_per_split, int nclus, float* ws) {
 #if defined(MLA_DIMS_SM90)
   using namespace mla_dims;
   using D = mla_dims::Smem<S>;
-  using LM = MergeSmem<S>;
   constexpr int WS = kernel_warp_size();
   constexpr int kW = kDW;
-  constexpr int kThreads = kW * WS;
-  constexpr int kPRow = D::kPRow;
   constexpr int kSlice = kDimV / C;
   static_assert(mma::kN == 8 && mma::kARows == 2, "NVIDIA m16n8k16 lane geometry");
   static_assert(C >= 2 && C <= kMaxC && kSlice % 4 == 0, "cluster");
   require_warp_size();
 
   extern __shared__ __align__(128) unsigned char smem[];
-  float4* sp = reinterpret_cast<float4*>(smem + D::sp);
   int* flag_sm = reinterpret_cast<int*>(smem + D::flag);
-  uint16_t* p_sm = reinterpret_cast<uint16_t*>(smem + D::p);
-  float* tmax_sm = reinterpret_cast<float*>(smem + D::tmax);
   float* lpart_sm = reinterpret_cast<float*>(smem + D::lpart);
   float* l_sm = reinterpret_cast<float*>(smem + D::stats);
   float* m_sm = l_sm + kHeads;
-  float* mw_sm = reinterpret_cast<float*>(smem + LM::merge);  // [C][16]: m, then the merge weights
-  float* ml_sm = mw_sm + kMaxC * kHeads;                       // [C][16]: l
-  float* inv_sm = ml_sm + kMaxC * kHeads;
-  float* lse_sm = inv_sm + kHeads;
   const uint32_t bar0 = smem_u32(smem + D::bar);
-  // EPI & 4: four mbarriers a stage, one per 16-token quarter (m tile) of the tile, so Q K^T of m tile 0
-  // starts when its 9 KB have landed; otherwise one a stage.
-  constexpr bool kQB = (EPI & 4) != 0;
-  constexpr int kNB = kQB ? 4 : 1;
-  const uint32_t qbar0 = smem_u32(smem + LM::qbar);
-  auto sbar = [&](uint32_t stage, int q) { return kQB ? qbar0 + 8 * (stage * 4 + uint32_t(q)) : bar0 + 8 * stage; };
-
   const int tid = threadIdx.x;
   const int lane = tid % WS, warp = tid / WS;
   const int g = lane >> 2, t = lane & 3;
@@ -305,27 +278,14 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     const uint32_t stage = uint32_t(tile % S);
     const uint32_t dst = smem_u32(smem + stage * D::stage);
     const uint8_t* src = a.kv_fp8 + (t0 + int64_t(tile) * kT) * kDimQK;
-    if constexpr (kQB) {
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const uint32_t bar = sbar(stage, q);
-        const int vr = min(16, max(0, valid - 16 * q));
-        mbar_expect_tx(bar, uint32_t(16 * kDimQK));
-        if (vr > 0) bulk_copy(dst + 16 * q * kDimQK, src + 16 * q * kDimQK, uint32_t(vr * kDimQK), bar);
-        for (int r = 16 * q + vr; r < 16 * q + 16; ++r) bulk_copy(dst + r * kDimQK, src + (valid - 1) * kDimQK, kDimQK, bar);
-      }
-    } else {
-      const uint32_t bar = bar0 + 8 * stage;
-      mbar_expect_tx(bar, uint32_t(kT * kDimQK));
-      bulk_copy(dst, src, uint32_t(valid * kDimQK), bar);
-      for (int r = valid; r < kT; ++r) bulk_copy(dst + r * kDimQK, src + (valid - 1) * kDimQK, kDimQK, bar);
-    }
+    const uint32_t bar = bar0 + 8 * stage;
+    mbar_expect_tx(bar, uint32_t(kT * kDimQK));
+    bulk_copy(dst, src, uint32_t(valid * kDimQK), bar);
+    for (int r = valid; r < kT; ++r) bulk_copy(dst + r * kDimQK, src + (valid - 1) * kDimQK, kDimQK, bar);
   };
   if (tid == 0) {
 #pragma unroll
-    for (int s = 0; s < S; ++s)
-#pragma unroll
-      for (int q = 0; q < kNB; ++q) mbar_init(sbar(uint32_t(s), q), 1);
+    for (int s = 0; s < S; ++s) mbar_init(bar0 + 8 * s, 1);
     mbar_init_fence();
     *flag_sm = -1;
     if constexpr (SPEC) {
@@ -340,10 +300,8 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
       if (kv_begin != int64_t(b) * kv_len || kv_end != int64_t(b + 1) * kv_len) {  // block-uniform
         if (tid == 0) {
           const int issued = min(S, n_tiles);
-          for (int s = 0; s < issued; ++s)
-            for (int q = 0; q < kNB; ++q) mbar_wait(sbar(uint32_t(s), q), 0u);
-          for (int s = issued; s < S; ++s)
-            for (int q = 0; q < kNB; ++q) mbar_arrive_plain(sbar(uint32_t(s), q));
+          for (int s = 0; s < issued; ++s) mbar_wait(bar0 + 8 * s, 0u);
+          for (int s = issued; s < S; ++s) mbar_arrive_plain(bar0 + 8 * s);
         }
         __syncthreads();  // every stage is past phase 0 before anyone waits on phase 1
         j = S;
@@ -362,25 +320,22 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     }
   }
 
-  uint32_t qb[2][4][2], qr2[2][2][2];
+  mla_dims::QFrags q;
 #pragma unroll
   for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
     for (int p = 0; p < 4; ++p) {
-      qb[nt][p][0] = mla_wide::bf16x2_to_f16x2(qraw[nt][p].x);
-      qb[nt][p][1] = mla_wide::bf16x2_to_f16x2(qraw[nt][p].y);
+      q.qb[nt][p][0] = mla_wide::bf16x2_to_f16x2(qraw[nt][p].x);
+      q.qb[nt][p][1] = mla_wide::bf16x2_to_f16x2(qraw[nt][p].y);
     }
-    qr2[nt][0][0] = mla_wide::bf16x2_to_f16x2(qrope[nt].x);
-    qr2[nt][0][1] = mla_wide::bf16x2_to_f16x2(qrope[nt].y);
-    qr2[nt][1][0] = mla_wide::bf16x2_to_f16x2(qrope[nt].z);
-    qr2[nt][1][1] = mla_wide::bf16x2_to_f16x2(qrope[nt].w);
+    q.qr2[nt][0][0] = mla_wide::bf16x2_to_f16x2(qrope[nt].x);
+    q.qr2[nt][0][1] = mla_wide::bf16x2_to_f16x2(qrope[nt].y);
+    q.qr2[nt][1][0] = mla_wide::bf16x2_to_f16x2(qrope[nt].z);
+    q.qr2[nt][1][1] = mla_wide::bf16x2_to_f16x2(qrope[nt].w);
   }
   const float logit_scale = a.cfg.sm_scale * 1.4426950408889634f * kv_scale;
-  const int ones_mt = dw >> 1, ones_nt = dw & 1;
-  mma::FragA ones;
-  ones.row[0] = make_uint2(0x3c003c00u, 0x3c003c00u);
-  ones.row[1] = ones.row[0];
-  const int rtok = 8 * dw + g;  // the token this lane reduces and soft-maxes
+  const mla_dims::TileLane ln = mla_dims::tile_lane();
+  const int ones_nt = ln.ones_nt;
 
   float m_ref[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
   mma::FragC o[4][2], lacc = {{0.f, 0.f, 0.f, 0.f}};
@@ -389,156 +344,14 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt) o[p][nt] = mma::FragC{{0.f, 0.f, 0.f, 0.f}};
 
+  // The tiles (mla_dims::dims_tile with v15's options: rope in k16 steps, shared-memory rescale flag).
   for (int tile = 0; tile < n_tiles; ++tile, ++j) {
     const unsigned char* st = smem + (j % S) * D::stage;
     const int valid = min(kT, n_tokens - tile * kT);
-    const uint32_t parity = uint32_t((j / S) & 1);
-    if constexpr (!kQB) mbar_wait(bar0 + 8 * (j % S), parity);
-
-    uint32_t vt[4][4][4];
-    {
-      mma::FragC c[4][2];
-      mma::FragA ropeA[2];
-      auto load_rope = [&]() {
-        const unsigned char* rowg = st + (16 * (dw >> 1) + g) * kDimQK + kDimV + 32 * (dw & 1) + 8 * t;
-        const uint2 rg = *reinterpret_cast<const uint2*>(rowg);
-        const uint2 rh = *reinterpret_cast<const uint2*>(rowg + 8 * kDimQK);
-        const uint32_t wg[2] = {rg.x, rg.y}, wh[2] = {rh.x, rh.y};
-#pragma unroll
-        for (int q = 0; q < 2; ++q) {
-          ropeA[q].row[0].x = mla_wide::fp8x2_to_f16x2_hw(wg[q]);
-          ropeA[q].row[1].x = mla_wide::fp8x2_to_f16x2_hw(wh[q]);
-          ropeA[q].row[0].y = mla_wide::fp8x2_to_f16x2_hw(wg[q] >> 16);
-          ropeA[q].row[1].y = mla_wide::fp8x2_to_f16x2_hw(wh[q] >> 16);
-        }
-      };
-      if constexpr (!kQB) load_rope();
-#pragma unroll
-      for (int mt = 0; mt < 4; ++mt) {
-        if constexpr (kQB) mbar_wait(sbar(j % S, mt), parity);
-        const int r0 = 16 * mt + g;
-        const unsigned char* rowg = st + r0 * kDimQK;
-        const unsigned char* rowh = rowg + 8 * kDimQK;
-        const uint4 kg = *reinterpret_cast<const uint4*>(rowg + 64 * dw + 16 * t);
-        const uint4 kh = *reinterpret_cast<const uint4*>(rowh + 64 * dw + 16 * t);
-        const uint32_t wg[4] = {kg.x, kg.y, kg.z, kg.w}, wh[4] = {kh.x, kh.y, kh.z, kh.w};
-        c[mt][0] = mma::FragC{{0.f, 0.f, 0.f, 0.f}};
-        c[mt][1] = mma::FragC{{0.f, 0.f, 0.f, 0.f}};
-#pragma unroll
-        for (int p = 0; p < 4; ++p) {
-          mma::FragA k;
-          k.row[0].x = mla_wide::fp8x2_to_f16x2_hw(wg[p]);
-          k.row[1].x = mla_wide::fp8x2_to_f16x2_hw(wh[p]);
-          k.row[0].y = mla_wide::fp8x2_to_f16x2_hw(wg[p] >> 16);
-          k.row[1].y = mla_wide::fp8x2_to_f16x2_hw(wh[p] >> 16);
-          mma::mma<mma::Elem::f16>(c[mt][0], k, make_uint2(qb[0][p][0], qb[0][p][1]));
-          mma::mma<mma::Elem::f16>(c[mt][1], k, make_uint2(qb[1][p][0], qb[1][p][1]));
-          vt[mt][p][0] = movm_t(k.row[0].x);
-          vt[mt][p][1] = movm_t(k.row[0].y);
-          vt[mt][p][2] = movm_t(k.row[1].x);
-          vt[mt][p][3] = movm_t(k.row[1].y);
-        }
-        if (mt == (dw >> 1)) {  // warp-uniform
-          if constexpr (kQB) load_rope();
-#pragma unroll
-          for (int q = 0; q < 2; ++q) {
-            mma::mma<mma::Elem::f16>(c[mt][0], ropeA[q], make_uint2(qr2[0][q][0], qr2[0][q][1]));
-            mma::mma<mma::Elem::f16>(c[mt][1], ropeA[q], make_uint2(qr2[1][q][0], qr2[1][q][1]));
-          }
-        }
-      }
-#pragma unroll
-      for (int mt = 0; mt < 4; ++mt) {
-        const int r0 = 16 * mt + g;
-        sp[(dw * kT + r0) * 4 + t] = make_float4(c[mt][0].v[0], c[mt][0].v[1], c[mt][1].v[0], c[mt][1].v[1]);
-        sp[(dw * kT + r0 + 8) * 4 + t] = make_float4(c[mt][0].v[2], c[mt][0].v[3], c[mt][1].v[2], c[mt][1].v[3]);
-      }
-    }
-    __syncthreads();  // A: partial logits written; this tile's stage is free
-    if (tid == 0) issue(tile + S);
-
-    float s[4];
-    {
-      const bool ok = rtok < valid;
-      float4 acc = sp[(0 * kT + rtok) * 4 + t];
-#pragma unroll
-      for (int d = 1; d < kDW; ++d) {
-        const float4 v = sp[(d * kT + rtok) * 4 + t];
-        acc.x += v.x;
-        acc.y += v.y;
-        acc.z += v.z;
-        acc.w += v.w;
-      }
-      s[0] = ok ? acc.x * logit_scale : -INFINITY;
-      s[1] = ok ? acc.y * logit_scale : -INFINITY;
-      s[2] = ok ? acc.z * logit_scale : -INFINITY;
-      s[3] = ok ? acc.w * logit_scale : -INFINITY;
-    }
-    auto write_p = [&]() {
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        p_sm[(8 * (i >> 1) + 2 * t + (i & 1)) * kPRow + p_pos(rtok)] = f32_to_f16_bits(exp2f(s[i] - m_ref[i]));
-    };
-    bool over = false;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) over |= s[i] > m_ref[i] + kRescaleSlack;
-    if (over) *flag_sm = int(j);  // read after B; the next write is after the next tile's A
-    write_p();
-    __syncthreads();  // B: P and the flag written
-    if (*flag_sm == int(j)) {  // new reference maxima: tile maxima, rescale, P again
-      float mx[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        mx[i] = s[i];
-#pragma unroll
-        for (int off = 4; off < WS; off <<= 1) mx[i] = fmaxf(mx[i], __shfl_xor(mx[i], off));
-      }
-      if (g == 0) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) tmax_sm[(8 * (i >> 1) + 2 * t + (i & 1)) * 8 + dw] = mx[i];
-      }
-      __syncthreads();
-      float alpha[4];
-#pragma unroll
-      for (int jj = 0; jj < 4; ++jj) {
-        const int h = 8 * (jj >> 1) + 2 * t + (jj & 1);
-        const float4 u = *reinterpret_cast<const float4*>(tmax_sm + h * 8);
-        const float4 v = *reinterpret_cast<const float4*>(tmax_sm + h * 8 + 4);
-        const float m_tile = fmaxf(fmaxf(fmaxf(u.x, u.y), fmaxf(u.z, u.w)), fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
-        const float m_new = fmaxf(m_ref[jj], m_tile);
-        alpha[jj] = m_new == m_ref[jj] ? 1.f : exp2f(m_ref[jj] - m_new);
-        m_ref[jj] = m_new;
-      }
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-#pragma unroll
-        for (int p = 0; p < 4; ++p)
-#pragma unroll
-          for (int nt = 0; nt < 2; ++nt) o[p][nt].v[i] *= alpha[2 * nt + (i & 1)];
-        lacc.v[i] *= ones_nt ? alpha[2 + (i & 1)] : alpha[i & 1];
-      }
-      write_p();
-      __syncthreads();
-    }
-
-#pragma unroll
-    for (int mt = 0; mt < 4; ++mt) {
-      mma::FragB pb[2];
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt) pb[nt] = *reinterpret_cast<const uint2*>(p_sm + (8 * nt + g) * kPRow + 16 * mt + 4 * t);
-#pragma unroll
-      for (int p = 0; p < 4; ++p) {
-        mma::FragA v;
-        v.row[0].x = vt[mt][p][0];
-        v.row[1].x = vt[mt][p][1];
-        v.row[0].y = vt[mt][p][2];
-        v.row[1].y = vt[mt][p][3];
-        mma::mma<mma::Elem::f16>(o[p][0], v, pb[0]);
-        mma::mma<mma::Elem::f16>(o[p][1], v, pb[1]);
-      }
-      if (ones_mt == mt)
-        mma::mma<mma::Elem::f16>(lacc, ones, make_uint2(ones_nt ? pb[1].x : pb[0].x, ones_nt ? pb[1].y : pb[0].y));
-    }
+    mbar_wait(bar0 + 8 * (j % S), uint32_t((j / S) & 1));
+    mla_dims::dims_tile<S, kOptFlag | kOptRope>(smem, ln, st, valid, j, q, logit_scale, m_ref, o, lacc, [&] {
+      if (tid == 0) issue(tile + S);
+    });
   }
 
   // This block's partial: unnormalised O [16][512] over the partial-logit area (every warp passed the
@@ -556,11 +369,6 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     }
   }
   float* o_sm = reinterpret_cast<float*>(smem + D::sp);  // [16][512]
-  // EPI: the float4 chunk of a head row is XOR-swizzled by (head >> 1) & 3 (the fragment stores are
-  // 2-way bank-conflicted instead of 8-way; the merge reads whole float4 chunks).
-  auto o_at = [&](int head, int dim) {
-    return (EPI & 1) ? head * kDimV + ((((dim >> 2) ^ ((head >> 1) & 3))) << 2) + (dim & 3) : head * kDimV + dim;
-  };
 #pragma unroll
   for (int p = 0; p < 4; ++p)
 #pragma unroll
@@ -580,138 +388,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
   }
   mla_cluster::cluster_arrive();
   mla_cluster::cluster_wait();
-  if constexpr ((EPI & 1) != 0) {
-    epilogue_epi<C, EPI>(a, o_sm, m_sm, l_sm, flag_sm, kv_scale, b, rank, cl, nclus, ws);
-  } else {
-    // Merge weights: w_src = 2^(m_src - max m), total = sum w_src l_src.
-    for (int i = tid; i < C * kHeads; i += kThreads) {
-      const int src = i / kHeads, h = i % kHeads;
-      mw_sm[i] = mla_cluster::dsmem_ld1(mla_cluster::dsmem_map(m_sm + h, uint32_t(src)));
-      ml_sm[i] = mla_cluster::dsmem_ld1(mla_cluster::dsmem_map(l_sm + h, uint32_t(src)));
-    }
-    __syncthreads();
-    if (tid < kHeads) {
-      float mx = -INFINITY;
-  #pragma unroll
-      for (int src = 0; src < C; ++src) mx = fmaxf(mx, mw_sm[src * kHeads + tid]);
-      float total = 0.f;
-  #pragma unroll
-      for (int src = 0; src < C; ++src) {
-        const float m = mw_sm[src * kHeads + tid];
-        const float w = m == -INFINITY ? 0.f : exp2f(m - mx);
-        mw_sm[src * kHeads + tid] = w;
-        total += w * ml_sm[src * kHeads + tid];
-      }
-      inv_sm[tid] = total > 0.f ? kv_scale / total : 0.f;
-      lse_sm[tid] = total > 0.f ? mx + log2f(total) : -INFINITY;
-    }
-    __syncthreads();
-    constexpr int kUnits = kHeads * kSlice / 4;  // float4 units of the slice
-    constexpr int kPer = (kUnits + kThreads - 1) / kThreads;
-    float4 res[kPer];
-  #pragma unroll
-    for (int k = 0; k < kPer; ++k) {
-      const int u = tid + k * kThreads;
-      res[k] = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (kUnits % kThreads == 0 || u < kUnits) {
-        const int h = u / (kSlice / 4), col = rank * kSlice + 4 * (u % (kSlice / 4));
-        float4 v[C];
-  #pragma unroll
-        for (int src = 0; src < C; ++src) v[src] = mla_cluster::dsmem_ld4(mla_cluster::dsmem_map(o_sm + h * kDimV + col, uint32_t(src)));
-  #pragma unroll
-        for (int src = 0; src < C; ++src) {
-          const float w = mw_sm[src * kHeads + h];
-          res[k].x += w * v[src].x;
-          res[k].y += w * v[src].y;
-          res[k].z += w * v[src].z;
-          res[k].w += w * v[src].w;
-        }
-        const float inv = inv_sm[h];
-        res[k] = make_float4(res[k].x * inv, res[k].y * inv, res[k].z * inv, res[k].w * inv);
-      }
-    }
-    // Done reading the others' shared memory (the merge consumed every loaded value).
-    mla_cluster::cluster_arrive_relaxed();
-
-    float* ws_o = ws;
-    float* ws_lse = ws + size_t(a.cfg.batch_size) * nclus * kHeads * kDimV;
-  #pragma unroll
-    for (int k = 0; k < kPer; ++k) {
-      const int u = tid + k * kThreads;
-      if (kUnits % kThreads == 0 || u < kUnits) {
-        const int h = u / (kSlice / 4), col = rank * kSlice + 4 * (u % (kSlice / 4));
-        if (nclus == 1)
-          *reinterpret_cast<uint2*>(a.out + (int64_t(b) * kHeads + h) * kDimV + col) = mla_cluster::bf16x4(res[k]);
-        else
-          *reinterpret_cast<float4*>(ws_o + ((size_t(b) * nclus + cl) * kHeads + h) * kDimV + col) = res[k];
-      }
-    }
-    if (nclus > 1) {
-      // v12's cross-cluster merge: the last cluster of the batch to finish this rank's slice merges it.
-      if (tid < kHeads) ws_lse[((size_t(b) * nclus + cl) * C + rank) * kHeads + tid] = lse_sm[tid];
-      __threadfence();
-      __syncthreads();
-      if (tid == 0) {
-        unsigned int* ctr = g_mla_dims_cluster_counters + (b * C + rank);
-        const unsigned int prev = atomicAdd(ctr, 1u);
-        const bool last = prev == unsigned(nclus - 1);
-        if (last) atomicExch(ctr, 0u);
-        flag_sm[1] = last ? 1 : 0;
-      }
-      __syncthreads();
-      if (flag_sm[1]) {
-        __threadfence();
-        if (tid < kHeads) {
-          float mx = -INFINITY;
-          for (int c = 0; c < nclus; ++c) {
-            const float lse = __ldcg(ws_lse + ((size_t(b) * nclus + c) * C + rank) * kHeads + tid);
-            mw_sm[c * kHeads + tid] = lse;
-            mx = fmaxf(mx, lse);
-          }
-          float total = 0.f;
-          for (int c = 0; c < nclus; ++c) {
-            const float lse = mw_sm[c * kHeads + tid];
-            const float w = lse == -INFINITY ? 0.f : exp2f(lse - mx);
-            mw_sm[c * kHeads + tid] = w;
-            total += w;
-          }
-          inv_sm[tid] = total > 0.f ? 1.f / total : 0.f;
-        }
-        __syncthreads();
-  #pragma unroll
-        for (int k = 0; k < kPer; ++k) {
-          const int u = tid + k * kThreads;
-          if (kUnits % kThreads == 0 || u < kUnits) {
-            const int h = u / (kSlice / 4), col = rank * kSlice + 4 * (u % (kSlice / 4));
-            float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-            for (int c0 = 0; c0 < nclus; c0 += 4) {
-              float4 v[4];
-  #pragma unroll
-              for (int jj = 0; jj < 4; ++jj)
-                if (c0 + jj < nclus)
-                  v[jj] = __ldcg(reinterpret_cast<const float4*>(ws_o + ((size_t(b) * nclus + c0 + jj) * kHeads + h) * kDimV + col));
-  #pragma unroll
-              for (int jj = 0; jj < 4; ++jj) {
-                if (c0 + jj < nclus) {
-                  const float w = mw_sm[(c0 + jj) * kHeads + h];
-                  if (w != 0.f) {
-                    acc.x += w * v[jj].x;
-                    acc.y += w * v[jj].y;
-                    acc.z += w * v[jj].z;
-                    acc.w += w * v[jj].w;
-                  }
-                }
-              }
-            }
-            const float inv = inv_sm[h];
-            *reinterpret_cast<uint2*>(a.out + (int64_t(b) * kHeads + h) * kDimV + col) =
-                mla_cluster::bf16x4(make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv));
-          }
-        }
-      }
-    }
-    mla_cluster::cluster_wait();  // the others are done reading this block's shared memory
-  }
+  epilogue<C>(a, o_sm, m_sm, l_sm, flag_sm, kv_scale, b, rank, cl, nclus, ws);
 
 #else
   (void)a; (void)tokens_per_split; (void)nclus; (void)ws;
@@ -747,12 +424,12 @@ inline ClusterPlan plan_dims(int batch, int kv_len, int slots, int C, int max_to
 }
 
 // One configuration: S ring stages, clusters of C (over 8: the non-portable sizes), SPEC: copies issued
-// before kv_indptr is read, EPI: the epilogue of epilogue_epi. One block per SM; launched with the
+// before kv_indptr is read. One block per SM; launched with the
 // cluster size as a launch attribute.
-template <int S, int C, bool SPEC, int EPI>
+template <int S, int C, bool SPEC>
 struct DimsCluster {
-  using L = MergeSmem<S>;
-  static constexpr auto kernel = mla_fp8_dims_cluster_kernel<S, C, SPEC, EPI>;
+  using L = mla_dims::Smem<S>;
+  static constexpr auto kernel = mla_fp8_dims_cluster_kernel<S, C, SPEC>;
   static void prepare() {
     static const bool done = [] {
       const void* k = reinterpret_cast<const void*>(kernel);
@@ -810,30 +487,30 @@ struct DimsCluster {
   }
 };
 
-// The cluster sizes 2, 4, 8, 16 of one (S, SPEC, EPI): the plan of least cost; ties go to the larger cluster.
+// The cluster sizes 2, 4, 8, 16 of one (S, SPEC): the plan of least cost; ties go to the larger cluster.
 struct Pick {
   int c = 0;  // cluster size, 0: none
   ClusterPlan plan;
 };
-template <int S, bool SPEC, int EPI>
+template <int S, bool SPEC>
 struct Family {
   static Pick pick(const MlaDecodeConfig& cfg, const Policy& pol, int max_tokens = 4096) {
     Pick best;
     auto consider = [&](int c, const ClusterPlan& p) {
       if (p.ok() && (best.c == 0 || p.cost < best.plan.cost)) best = {c, p};
     };
-    consider(16, DimsCluster<S, 16, SPEC, EPI>::plan(cfg, pol, max_tokens));
-    consider(8, DimsCluster<S, 8, SPEC, EPI>::plan(cfg, pol, max_tokens));
-    consider(4, DimsCluster<S, 4, SPEC, EPI>::plan(cfg, pol, max_tokens));
-    consider(2, DimsCluster<S, 2, SPEC, EPI>::plan(cfg, pol, max_tokens));
+    consider(16, DimsCluster<S, 16, SPEC>::plan(cfg, pol, max_tokens));
+    consider(8, DimsCluster<S, 8, SPEC>::plan(cfg, pol, max_tokens));
+    consider(4, DimsCluster<S, 4, SPEC>::plan(cfg, pol, max_tokens));
+    consider(2, DimsCluster<S, 2, SPEC>::plan(cfg, pol, max_tokens));
     return best;
   }
   static int slots(int c) {
     switch (c) {
-      case 16: return DimsCluster<S, 16, SPEC, EPI>::slots();
-      case 8: return DimsCluster<S, 8, SPEC, EPI>::slots();
-      case 4: return DimsCluster<S, 4, SPEC, EPI>::slots();
-      default: return DimsCluster<S, 2, SPEC, EPI>::slots();
+      case 16: return DimsCluster<S, 16, SPEC>::slots();
+      case 8: return DimsCluster<S, 8, SPEC>::slots();
+      case 4: return DimsCluster<S, 4, SPEC>::slots();
+      default: return DimsCluster<S, 2, SPEC>::slots();
     }
   }
   static size_t workspace_bytes(const Pick& p, const MlaDecodeConfig& cfg) {
@@ -841,10 +518,10 @@ struct Family {
   }
   static void launch(const Pick& p, const MlaDecodeArgs& a) {
     switch (p.c) {
-      case 16: DimsCluster<S, 16, SPEC, EPI>::launch(a, p.plan, "mla_fp8_dims_cluster_kernel<C 16>"); break;
-      case 8: DimsCluster<S, 8, SPEC, EPI>::launch(a, p.plan, "mla_fp8_dims_cluster_kernel<C 8>"); break;
-      case 4: DimsCluster<S, 4, SPEC, EPI>::launch(a, p.plan, "mla_fp8_dims_cluster_kernel<C 4>"); break;
-      case 2: DimsCluster<S, 2, SPEC, EPI>::launch(a, p.plan, "mla_fp8_dims_cluster_kernel<C 2>"); break;
+      case 16: DimsCluster<S, 16, SPEC>::launch(a, p.plan, "mla_fp8_dims_cluster_kernel<C 16>"); break;
+      case 8: DimsCluster<S, 8, SPEC>::launch(a, p.plan, "mla_fp8_dims_cluster_kernel<C 8>"); break;
+      case 4: DimsCluster<S, 4, SPEC>::launch(a, p.plan, "mla_fp8_dims_cluster_kernel<C 4>"); break;
+      case 2: DimsCluster<S, 2, SPEC>::launch(a, p.plan, "mla_fp8_dims_cluster_kernel<C 2>"); break;
       default: throw std::runtime_error("mla_fp8_dims_cluster: no plan");
     }
   }

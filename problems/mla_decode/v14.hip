@@ -6,8 +6,7 @@
 // v13 from bs 64 / kv 1024 up.
 // AMD builds run v6's kernel, as v8, v11, v12 and v13 do.
 #include "problems/common/mla_fp8_tile.h"
-#include "problems/common/mla_fp8_dims.h"
-#include "problems/common/mla_fp8_cluster.h"
+#include "problems/common/mla_fp8_paths.h"
 
 namespace {
 
@@ -17,25 +16,9 @@ using Fallback = KvFp8Format<MmaGeo<8, 32>, 2, 1, true>;
 size_t workspace_bytes(const MlaDecodeConfig& c) { return mma_workspace_bytes<Fallback>(c); }
 void launch(const MlaDecodeArgs& a) { mma_launch<Fallback>(a, "mla_mma_kernel<fp8, 8 warps>"); }
 #else
-using DimsK = mla_dims::Dims<5, true>;
-constexpr int64_t kClusterTokens = 32768;  // batch * kv_len up to which the cluster path runs
-
-mla_cluster::SmallChoice pick(const MlaDecodeConfig& c) {
-  if (int64_t(c.batch_size) * c.kv_seq_len > kClusterTokens) return {};
-  return mla_cluster::choose_small(c);
-}
-size_t workspace_bytes(const MlaDecodeConfig& c) {
-  const mla_cluster::SmallChoice ch = pick(c);
-  return ch.kind == mla_cluster::SmallChoice::none ? DimsK::workspace_bytes(c)
-                                                   : mla_cluster::small_workspace_bytes(ch, c);
-}
-void launch(const MlaDecodeArgs& a) {
-  const mla_cluster::SmallChoice ch = pick(a.cfg);
-  if (ch.kind == mla_cluster::SmallChoice::none)
-    DimsK::launch(a, "mla_fp8_dims_kernel<5, persistent>");
-  else
-    mla_cluster::launch_small(ch, a);
-}
+using Paths = mla_paths::ClusterOrDims<0, 0>;
+size_t workspace_bytes(const MlaDecodeConfig& c) { return Paths::workspace_bytes(c); }
+void launch(const MlaDecodeArgs& a) { Paths::launch(a); }
 #endif
 
 }  // namespace

@@ -9,8 +9,7 @@
 // 48 + 8 k token rows (k clusters a batch). Larger shapes: v15's paths, unchanged.
 // AMD builds run v6's kernel, as v8, v11-v15 do.
 #include "problems/common/mla_fp8_tile.h"
-#include "problems/common/mla_fp8_dims.h"
-#include "problems/common/mla_fp8_cluster.h"
+#include "problems/common/mla_fp8_paths.h"
 #include "problems/common/mla_fp8_dims_cluster.h"
 
 #include <cstdio>
@@ -25,38 +24,8 @@ size_t workspace_bytes(const MlaDecodeConfig& c) { return mma_workspace_bytes<Fa
 void launch(const MlaDecodeArgs& a) { mma_launch<Fallback>(a, "mla_mma_kernel<fp8, 8 warps>"); }
 #else
 // v15's paths, as v15.hip runs them (its final options).
-struct V15 {
-  static constexpr int64_t kClusterTokens = 32768;
-  using DimsK = mla_dims::Dims<5, true, mla_dims::kOptFlag | mla_dims::kOptRope>;
-  static constexpr int kCOpt = mla_cluster::kOptRelaxedArrive | mla_cluster::kOptQFirst;
-  using B16 = mla_cluster::Fused<8, 2, 16, 2, false, kCOpt>;
-  using A = mla_cluster::Fused<4, 2, 8, 3, false, kCOpt>;
-  static mla_cluster::SmallChoice pick(const MlaDecodeConfig& c) {
-    if (int64_t(c.batch_size) * c.kv_seq_len > kClusterTokens) return {};
-    const mla_cluster::ClusterPlan p16 = B16::plan(c);
-    if (p16.ok() && p16.nclus == 1 && p16.waves == 1 && p16.tokens_per_split <= 64)
-      return {mla_cluster::SmallChoice::b16, p16};
-    const mla_cluster::ClusterPlan pa = A::plan(c);
-    if (pa.ok()) return {mla_cluster::SmallChoice::a, pa};
-    return {};
-  }
-  static size_t workspace_bytes(const MlaDecodeConfig& c) {
-    const mla_cluster::SmallChoice ch = pick(c);
-    switch (ch.kind) {
-      case mla_cluster::SmallChoice::b16: return B16::workspace_bytes(ch.plan, c);
-      case mla_cluster::SmallChoice::a: return A::workspace_bytes(ch.plan, c);
-      default: return DimsK::workspace_bytes(c);
-    }
-  }
-  static void launch(const MlaDecodeArgs& a) {
-    const mla_cluster::SmallChoice ch = pick(a.cfg);
-    switch (ch.kind) {
-      case mla_cluster::SmallChoice::b16: B16::launch(a, ch.plan, "mla_fp8_cluster_kernel<8, 2, 16, 2, opt>"); break;
-      case mla_cluster::SmallChoice::a: A::launch(a, ch.plan, "mla_fp8_cluster_kernel<4, 2, 8, 3, opt>"); break;
-      default: DimsK::launch(a, "mla_fp8_dims_kernel<5, persistent, opt>"); break;
-    }
-  }
-};
+using V15 = mla_paths::ClusterOrDims<mla_dims::kOptFlag | mla_dims::kOptRope,
+                                     mla_cluster::kOptRelaxedArrive | mla_cluster::kOptQFirst>;
 
 // Plan policy: a cross-cluster merge costs 48 + 8 k token rows (k clusters a batch). Measured against
 // 48 (v12's model), 48 + 16 k and one cluster a batch in docs/perf-mla-v16.md (call 3).
@@ -66,12 +35,12 @@ inline mla_dims_cluster::Policy policy() {
   return p;
 }
 
-// S ring stages, SPEC: copies before kv_indptr, EPI: mla_dims_cluster's epilogue options; the
-// dims-cluster path for batch * kv_len <= 65536 tokens, v15's paths above.
-template <int S, bool SPEC, int EPI>
+// S ring stages, SPEC: copies before kv_indptr; the dims-cluster path for batch * kv_len <= 65536
+// tokens, v15's paths above.
+template <int S, bool SPEC>
 struct V16 {
   static constexpr int64_t kMaxTokens = 65536;
-  using F = mla_dims_cluster::Family<S, SPEC, EPI>;
+  using F = mla_dims_cluster::Family<S, SPEC>;
   static mla_dims_cluster::Pick pick(const MlaDecodeConfig& c) {
     if (int64_t(c.batch_size) * c.kv_seq_len > kMaxTokens) return {};
     return F::pick(c, policy());
@@ -84,8 +53,8 @@ struct V16 {
     const mla_dims_cluster::Pick p = pick(a.cfg);
     static const bool show = std::getenv("MLA_V16_PLAN") != nullptr;  // measurement aid: the plan taken
     if (show)
-      std::fprintf(stderr, "v16 plan S=%d EPI=%d bs=%d kv=%d: C=%d splits=%d tokens=%d clusters/batch=%d waves=%d slots C2/4/8/16=%d/%d/%d/%d\n",
-                   S, int(EPI), a.cfg.batch_size, a.cfg.kv_seq_len, p.c, p.plan.splits, p.plan.tokens_per_split,
+      std::fprintf(stderr, "v16 plan S=%d bs=%d kv=%d: C=%d splits=%d tokens=%d clusters/batch=%d waves=%d slots C2/4/8/16=%d/%d/%d/%d\n",
+                   S, a.cfg.batch_size, a.cfg.kv_seq_len, p.c, p.plan.splits, p.plan.tokens_per_split,
                    p.plan.nclus, p.plan.waves, F::slots(2), F::slots(4), F::slots(8), F::slots(16));
     if (p.c)
       F::launch(p, a);
@@ -94,7 +63,7 @@ struct V16 {
   }
 };
 // Measured as "v16i" in call 5 (docs/perf-mla-v16.md).
-using Final = V16<2, true, mla_dims_cluster::kEpiMerge | mla_dims_cluster::kEpiFast>;
+using Final = V16<2, true>;
 size_t workspace_bytes(const MlaDecodeConfig& c) { return Final::workspace_bytes(c); }
 void launch(const MlaDecodeArgs& a) { Final::launch(a); }
 #endif
