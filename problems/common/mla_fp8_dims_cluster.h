@@ -1,7 +1,7 @@
 // mla_decode on fp8 KV: v13's dimension-sliced tile (problems/common/mla_fp8_dims.h: 8 dim warps,
 // 64-token tiles, every fp8 byte read from shared memory once and converted to f16 once, one bulk copy
 // a tile) in v12's one-launch cluster form (problems/common/mla_fp8_cluster.h), for the shapes whose
-// blocks have only a few tiles (mla-v16, docs/perf-mla-v16.md):
+// blocks have only a few tiles (mla-v16, docs/perf.md, section "mla_decode v16"):
 //   - grid = (splits, batch), one block per SM (about 205 registers a thread), splits of a batch form
 //     thread-block clusters of C; after its tiles a block leaves its unnormalised O (f32, [16][512], in
 //     the partial-logit area), its row maxima m and sums l in its own shared memory; a cluster barrier;
@@ -14,7 +14,7 @@
 //     [b kv_len, (b+1) kv_len)) before kv_indptr is read; if kv_indptr disagrees, thread 0 waits for
 //     those copies (completing the stages the block did not fill with a plain arrive), the block starts
 //     its tile counter one ring phase later and issues the right rows.
-// Epilogue (measured against simpler forms in docs/perf-mla-v16.md): O chunks XOR-swizzled in shared
+// Epilogue (measured against simpler forms in docs/perf.md, section "mla_decode v16"): O chunks XOR-swizzled in shared
 // memory (2-way instead of 8-way store conflicts); each thread loads its units' m, l and O of all C
 // sources in one round of distributed-shared-memory loads and derives the weights itself; the
 // cross-cluster merge issues the loads of a batch of clusters together (online maximum); MUFU division

@@ -1,6 +1,6 @@
 // 8-row MoE tiles (bs x k / routed experts <= 8) as v12/v13 run them (moe_wg8.h: f16 mma.sync gate_up,
 // wgmma e4m3 down; same operands, same k order, so the output is v13's bit for bit), launched as a
-// chain that overlaps the kernels' edges (launch8; options measured in docs/perf-moe-v15.md):
+// chain that overlaps the kernels' edges (launch8; options measured in docs/perf.md, section "moe_mxfp4 v15"):
 //  - one prologue kernel: block 0 sorts the pairs (v12's 1024-thread route), blocks 1.. quantize the
 //    hidden states (v12's branch-free quantizer, 1024 threads a block): one launch instead of two;
 //  - DEP: gate_up / down / combine may be launched with programmatic dependent launch (launch

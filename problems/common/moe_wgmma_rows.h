@@ -14,7 +14,7 @@
 //    32 chunks are 8 rows x 64 bytes (XROWS 8) or 4 rows x 128 bytes (XROWS 4) of the source;
 //  - SPREAD: the next stage's copies are issued in KS portions, one after each k-block's wgmma group,
 //    instead of in one burst after the stage barrier (the burst stalled every warp on the copy
-//    issue: measured -12% on the d 2048 shape, see docs/perf-moe-v14.md);
+//    issue: measured -12% on the d 2048 shape, see docs/perf.md, section "moe_mxfp4 v14");
 //  - the activations (hidden states by our quantizer, the SwiGLU output by gate_up's epilogue) are
 //    stored in wgmma-k order inside each 32-value block: value k at 8 (k % 4) + 2 (k / 8) + (k / 4) % 2,
 //    so that a thread's decoded pair j (nibbles j, j + 4 of its word, logical k 8 t + j, 8 t + j + 4)

@@ -3,7 +3,7 @@
 // clusters that merge their partial outputs through distributed shared memory; several clusters of a
 // batch merged by the last one to finish, through self-resetting counters in a __device__ array; the
 // first KV copies issued before kv_indptr arrives). Configurations (chosen from measurements on the
-// H200, docs/perf-mla-small.md):
+// H200, docs/perf.md, section "mla_decode v12"):
 //   one cluster of 16 blocks a batch, 64 tokens a block, fits one wave (bs 4 / kv 1024):
 //     8 warps, 64-token tiles, clusters of 16 (non-portable size), 2 blocks per SM;
 //   otherwise (bs 4 / kv 8192, bs 32 / kv 1024, bs 64 / kv 1024):

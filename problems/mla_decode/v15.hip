@@ -18,7 +18,7 @@ using Fallback = KvFp8Format<MmaGeo<8, 32>, 2, 1, true>;
 size_t workspace_bytes(const MlaDecodeConfig& c) { return mma_workspace_bytes<Fallback>(c); }
 void launch(const MlaDecodeArgs& a) { mma_launch<Fallback>(a, "mla_mma_kernel<fp8, 8 warps>"); }
 #else
-// Measured in call 1 as "v15r" (docs/perf-mla-v15.md).
+// Measured in call 1 as "v15r" (docs/perf.md, section "mla_decode v15").
 using Final = mla_paths::ClusterOrDims<mla_dims::kOptFlag | mla_dims::kOptRope,
                                        mla_cluster::kOptRelaxedArrive | mla_cluster::kOptQFirst>;
 size_t workspace_bytes(const MlaDecodeConfig& c) { return Final::workspace_bytes(c); }

@@ -3,7 +3,7 @@
 // tiles, one bulk copy a tile) in v12's one-launch cluster form (problems/common/mla_fp8_dims_cluster.h):
 // the splits of a batch form thread-block clusters of 2-16 blocks (one block per SM) that merge their
 // partials through distributed shared memory, and several clusters of a batch merge through the
-// workspace and a counter (no combine kernel). Configuration as measured (docs/perf-mla-v16.md, call 5's
+// workspace and a counter (no combine kernel). Configuration as measured (docs/perf.md, section "mla_decode v16", call 5's
 // "v16i"): 2-stage ring, copies issued before kv_indptr is read, the per-thread merge epilogue with
 // MUFU division and acq_rel fences, plans from v12's cost model with a cross-cluster merge costing
 // 48 + 8 k token rows (k clusters a batch). Larger shapes: v15's paths, unchanged.
@@ -28,7 +28,7 @@ using V15 = mla_paths::ClusterOrDims<mla_dims::kOptFlag | mla_dims::kOptRope,
                                      mla_cluster::kOptRelaxedArrive | mla_cluster::kOptQFirst>;
 
 // Plan policy: a cross-cluster merge costs 48 + 8 k token rows (k clusters a batch). Measured against
-// 48 (v12's model), 48 + 16 k and one cluster a batch in docs/perf-mla-v16.md (call 3).
+// 48 (v12's model), 48 + 16 k and one cluster a batch in docs/perf.md, section "mla_decode v16" (call 3).
 inline mla_dims_cluster::Policy policy() {
   mla_dims_cluster::Policy p;
   p.merge_per_cluster = 8;
@@ -62,7 +62,7 @@ struct V16 {
       V15::launch(a);
   }
 };
-// Measured as "v16i" in call 5 (docs/perf-mla-v16.md).
+// Measured as "v16i" in call 5 (docs/perf.md, section "mla_decode v16").
 using Final = V16<2, true>;
 size_t workspace_bytes(const MlaDecodeConfig& c) { return Final::workspace_bytes(c); }
 void launch(const MlaDecodeArgs& a) { Final::launch(a); }

@@ -6,7 +6,7 @@
 // copy offsets computed once per block. The 64-row tiles (E 33 bs 512) run v11's kernels with 8 k-blocks
 // a stage instead of 4, the 32-row tiles v11's kernels unchanged; every shape gets a branch-free
 // quantizer of the hidden states and a 1024-thread route (v11: E rounded up to 64 threads, 64 at E 33).
-// Measured on the H200 as candidate v12e (docs/perf-moe-k4.md). Builds without mma.sync (AMD) run v11's
+// Measured on the H200 as candidate v12e (docs/perf.md, section "moe_mxfp4 v12"). Builds without mma.sync (AMD) run v11's
 // dispatch.
 #include "problems/common/moe_wg8.h"
 

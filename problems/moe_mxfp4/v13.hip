@@ -5,7 +5,7 @@
 // barrier), 32-bit copy offsets computed once per block and no activation scale copies; and two block
 // shapes: the 32-row gate_up on 2 stages of 8 k-blocks (3 blocks/SM instead of 2), the 64-row down on 4
 // k-blocks a stage with 2 blocks/SM (v12: 8 k-blocks, 1 block/SM). 8-row tiles, quantizer and route are
-// v12's. Measured on the H200: docs/perf-moe-v13.md. Builds without mma.sync (AMD) run v11's dispatch.
+// v12's. Measured on the H200: docs/perf.md, section "moe_mxfp4 v13". Builds without mma.sync (AMD) run v11's dispatch.
 #include "problems/common/moe_wide16.h"
 
 namespace {

@@ -6,7 +6,7 @@
 // k-block's wgmma group instead of in one burst after the stage barrier. Output bit-identical to v13.
 // 8- and 32-row tiles, route and combine are v13's (32-row tiles on wgmma measured slower). Builds
 // without sm_90a device code trap in the wgmma kernels (the harness builds sm_90a); builds without
-// mma.sync (AMD) run v11's dispatch. Measured on the H200: docs/perf-moe-v14.md.
+// mma.sync (AMD) run v11's dispatch. Measured on the H200: docs/perf.md, section "moe_mxfp4 v14".
 #include "problems/common/moe_wgmma_rows.h"
 
 namespace {

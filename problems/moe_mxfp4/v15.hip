@@ -4,7 +4,7 @@
 // persistent kernel over (tile, 256-row slice) items with one copy pipeline across items where the grid
 // holds >= 8 items per resident block (E 257), else v13's down grid (E 33 bs 16, where it measured
 // faster). Same arithmetic and k order as v13: bit-identical output. 32/64-row tiles: v13's code paths.
-// Builds without mma.sync (AMD) run v11's dispatch, as v13. Measured on the H200: docs/perf-moe-v15.md.
+// Builds without mma.sync (AMD) run v11's dispatch, as v13. Measured on the H200: docs/perf.md, section "moe_mxfp4 v15".
 #include "problems/common/moe_rows8.h"
 #include "problems/common/moe_wide16.h"
 
