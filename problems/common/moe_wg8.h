@@ -112,6 +112,101 @@ __device__ inline void wg_mma(float (&d)[4], const uint32_t (&a)[4], uint64_t de
 }
 #endif
 
+#if defined(MOE_WG8_DEVICE)
+// One stage of the down mainloop (its copies have landed): the stage's weight and activation scales,
+// then per group of G k-blocks the weights decoded into e4m3 A fragments and a wgmma group issued while
+// the previous group's products are scaled into acc. Shared by mainloop and moe_rows8.h's persistent down.
+template <class C>
+__device__ __forceinline__ void down_stage(const uint8_t* smem, uint32_t smem_s, int slot, int a_off, int ws_off,
+                                           int xs_off, float (&acc)[C::MT][4]) {
+  const uint8_t* st = smem + slot * C::kStageBytes;
+  const uint64_t desc0 = smem_desc(smem_s + slot * C::kStageBytes + C::kX);
+  // Scales of the stage.
+  uint32_t wsw[C::MT][2][C::KS / 4];
+#pragma unroll
+  for (int m = 0; m < C::MT; ++m)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* p = st + ws_off + (64 * m + 8 * h) * C::KS;
+      if constexpr (C::KS == 8) {
+        const uint2 v = *reinterpret_cast<const uint2*>(p);
+        wsw[m][h][0] = v.x;
+        wsw[m][h][1] = v.y;
+      } else {
+        wsw[m][h][0] = *reinterpret_cast<const uint32_t*>(p);
+      }
+    }
+  int32_t xsw[2][C::KS];
+#pragma unroll
+  for (int c = 0; c < 2; ++c)
+#pragma unroll
+    for (int q = 0; q < C::KS / 4; ++q) {
+      const int4 v = *reinterpret_cast<const int4*>(st + xs_off + c * C::KS * 4 + q * 16);
+      xsw[c][4 * q] = v.x;
+      xsw[c][4 * q + 1] = v.y;
+      xsw[c][4 * q + 2] = v.z;
+      xsw[c][4 * q + 3] = v.w;
+    }
+
+  constexpr int kGroups = C::KS / C::G;
+  uint32_t a[2][C::G][C::MT][4];
+  float d[2][C::G][C::MT][4];
+  auto issue = [&](int grp) {
+    const int b = grp & 1;
+#pragma unroll
+    for (int uu = 0; uu < C::G; ++uu) {
+      const int u = grp * C::G + uu;
+#pragma unroll
+      for (int m = 0; m < C::MT; ++m) {
+        const uint8_t* p = st + a_off + (4 * m * C::KS + u) * 256;
+        const uint32_t w0 = *reinterpret_cast<const uint32_t*>(p);
+        const uint32_t w1 = *reinterpret_cast<const uint32_t*>(p + 128);
+        decode(w0, a[b][uu][m][0], a[b][uu][m][2]);
+        decode(w1, a[b][uu][m][1], a[b][uu][m][3]);
+      }
+    }
+    wg_fence();
+#pragma unroll
+    for (int uu = 0; uu < C::G; ++uu)
+#pragma unroll
+      for (int m = 0; m < C::MT; ++m) wg_mma(d[b][uu][m], a[b][uu][m], desc0 + uint64_t((grp * C::G + uu) * 16));
+    wg_commit();
+  };
+  auto finish = [&](int grp) {
+    const int b = grp & 1;
+#pragma unroll
+    for (int uu = 0; uu < C::G; ++uu) {
+      const int u = grp * C::G + uu;
+#pragma unroll
+      for (int m = 0; m < C::MT; ++m) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) reg_fence(d[b][uu][m][i]);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const uint32_t bw = __byte_perm(wsw[m][h][u / 4], 0u, 0x4440u + (u % 4));
+#pragma unroll
+          for (int c = 0; c < 2; ++c) {
+            const float s = __int_as_float(int32_t(bw << 23) + xsw[c][u]);
+            acc[m][2 * h + c] = fmaf(d[b][uu][m][2 * h + c], s, acc[m][2 * h + c]);
+          }
+        }
+      }
+    }
+  };
+#pragma unroll
+  for (int grp = 0; grp < kGroups; ++grp) {
+    issue(grp);
+    if (grp > 0) {
+      wg_wait<1>();
+      finish(grp - 1);
+    }
+  }
+  wg_wait<0>();
+  finish(kGroups - 1);
+}
+
+#endif
+
 // The wgmma mainloop (the down kernel): acc[m] (rows 64 m + 16 warp + g, + 8; columns 2t, 2t + 1) =
 // A x B over the whole K.
 // wbase: the expert's shuffled weights; woff[j]: byte offset of the 16-row group of this thread's
@@ -182,92 +277,7 @@ __device__ inline void mainloop(const uint8_t* wbase, const uint8_t* sbase, cons
   const int ws_off = C::kWs + (warp * 16 + lane / 4) * C::KS;  // + 64 m * KS (+ 8 KS for row g + 8)
   const int xs_off = C::kXs + 2 * t * C::KS * 4;             // column 2t; + KS*4 for 2t + 1
 
-  auto compute = [&](int slot) {
-    const uint8_t* st = smem + slot * C::kStageBytes;
-    const uint64_t desc0 = smem_desc(smem_s + slot * C::kStageBytes + C::kX);
-    // Scales of the stage.
-    uint32_t wsw[C::MT][2][C::KS / 4];
-#pragma unroll
-    for (int m = 0; m < C::MT; ++m)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const uint8_t* p = st + ws_off + (64 * m + 8 * h) * C::KS;
-        if constexpr (C::KS == 8) {
-          const uint2 v = *reinterpret_cast<const uint2*>(p);
-          wsw[m][h][0] = v.x;
-          wsw[m][h][1] = v.y;
-        } else {
-          wsw[m][h][0] = *reinterpret_cast<const uint32_t*>(p);
-        }
-      }
-    int32_t xsw[2][C::KS];
-#pragma unroll
-    for (int c = 0; c < 2; ++c)
-#pragma unroll
-      for (int q = 0; q < C::KS / 4; ++q) {
-        const int4 v = *reinterpret_cast<const int4*>(st + xs_off + c * C::KS * 4 + q * 16);
-        xsw[c][4 * q] = v.x;
-        xsw[c][4 * q + 1] = v.y;
-        xsw[c][4 * q + 2] = v.z;
-        xsw[c][4 * q + 3] = v.w;
-      }
-
-    constexpr int kGroups = C::KS / C::G;
-    uint32_t a[2][C::G][C::MT][4];
-    float d[2][C::G][C::MT][4];
-    auto issue = [&](int grp) {
-      const int b = grp & 1;
-#pragma unroll
-      for (int uu = 0; uu < C::G; ++uu) {
-        const int u = grp * C::G + uu;
-#pragma unroll
-        for (int m = 0; m < C::MT; ++m) {
-          const uint8_t* p = st + a_off + (4 * m * C::KS + u) * 256;
-          const uint32_t w0 = *reinterpret_cast<const uint32_t*>(p);
-          const uint32_t w1 = *reinterpret_cast<const uint32_t*>(p + 128);
-          decode(w0, a[b][uu][m][0], a[b][uu][m][2]);
-          decode(w1, a[b][uu][m][1], a[b][uu][m][3]);
-        }
-      }
-      wg_fence();
-#pragma unroll
-      for (int uu = 0; uu < C::G; ++uu)
-#pragma unroll
-        for (int m = 0; m < C::MT; ++m) wg_mma(d[b][uu][m], a[b][uu][m], desc0 + uint64_t((grp * C::G + uu) * 16));
-      wg_commit();
-    };
-    auto finish = [&](int grp) {
-      const int b = grp & 1;
-#pragma unroll
-      for (int uu = 0; uu < C::G; ++uu) {
-        const int u = grp * C::G + uu;
-#pragma unroll
-        for (int m = 0; m < C::MT; ++m) {
-#pragma unroll
-          for (int i = 0; i < 4; ++i) reg_fence(d[b][uu][m][i]);
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const uint32_t bw = __byte_perm(wsw[m][h][u / 4], 0u, 0x4440u + (u % 4));
-#pragma unroll
-            for (int c = 0; c < 2; ++c) {
-              const float s = __int_as_float(int32_t(bw << 23) + xsw[c][u]);
-              acc[m][2 * h + c] = fmaf(d[b][uu][m][2 * h + c], s, acc[m][2 * h + c]);
-            }
-          }
-        }
-      }
-    };
-#pragma unroll
-    for (int grp = 0; grp < kGroups; ++grp) {
-      issue(grp);
-      if (grp > 0) {
-        wg_wait<1>();
-        finish(grp - 1);
-      }
-    }
-    wg_wait<0>();
-    finish(kGroups - 1);
-  };
+  auto compute = [&](int slot) { down_stage<C>(smem, smem_s, slot, a_off, ws_off, xs_off, acc); };
 
 #pragma unroll
   for (int s = 0; s < C::STAGES - 1; ++s) {
