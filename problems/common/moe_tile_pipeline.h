@@ -78,14 +78,12 @@ struct PlanWide<64> {
   using G2 = Cfg<8, 1, 2, 8, 4, 3>;
 };
 
-// One thread per 8 values (a 16-byte load); the 4 threads of a 32-block reduce its amax with xor
-// shuffles inside their aligned group of 4. Writes the activation format of D.
-template <class D>
-__global__ void quantize_hidden8(const uint16_t* hidden, int64_t n8, uint8_t* x8, uint8_t* xs) {
-  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+// Thread i's 8 hidden values (one 16-byte load; zeros past n8) and the MXFP4 scale exponent of their
+// 32-value block: the 4 threads of a block reduce its amax with xor shuffles inside their aligned group
+// of 4, so every thread of the group must call this (also those past n8).
+__device__ __forceinline__ int hidden8_block_scale(const uint16_t* hidden, int64_t i, int64_t n8, float (&v)[8]) {
   const uint4 raw = i < n8 ? reinterpret_cast<const uint4*>(hidden)[i] : make_uint4(0, 0, 0, 0);
   const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
-  float v[8];
   float amax = 0.0f;
 #pragma unroll
   for (int k = 0; k < 8; ++k) {
@@ -94,7 +92,16 @@ __global__ void quantize_hidden8(const uint16_t* hidden, int64_t n8, uint8_t* x8
   }
   amax = fmaxf(amax, __shfl_xor(amax, 1));
   amax = fmaxf(amax, __shfl_xor(amax, 2));
-  const int s = numerics::mxfp4_dynamic_scale_exp(amax);
+  return numerics::mxfp4_dynamic_scale_exp(amax);
+}
+
+// One thread per 8 values (a 16-byte load); the 4 threads of a 32-block reduce its amax with xor
+// shuffles inside their aligned group of 4. Writes the activation format of D.
+template <class D>
+__global__ void quantize_hidden8(const uint16_t* hidden, int64_t n8, uint8_t* x8, uint8_t* xs) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  float v[8];
+  const int s = hidden8_block_scale(hidden, i, n8, v);
   if (i >= n8) return;
   constexpr int kPer = 4 / D::kActBytes;  // values a 32-bit word
   uint32_t out[2 * D::kActBytes] = {};

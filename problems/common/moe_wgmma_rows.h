@@ -303,18 +303,8 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
 // The hidden states as bf16-folded activations in wgmma-k order (moe_wg8::quantize_hidden8's values).
 __global__ void quantize_hidden_wg(const uint16_t* hidden, int64_t n8, uint8_t* x8) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const uint4 raw = i < n8 ? reinterpret_cast<const uint4*>(hidden)[i] : make_uint4(0, 0, 0, 0);
-  const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
   float v[8];
-  float amax = 0.0f;
-#pragma unroll
-  for (int k = 0; k < 8; ++k) {
-    v[k] = numerics::bf16_to_f32(static_cast<uint16_t>(words[k / 2] >> (16 * (k % 2))));
-    amax = fmaxf(amax, mxfp4::abs_for_amax(v[k]));
-  }
-  amax = fmaxf(amax, __shfl_xor(amax, 1));
-  amax = fmaxf(amax, __shfl_xor(amax, 2));
-  const int s = numerics::mxfp4_dynamic_scale_exp(amax);
+  const int s = moe_tiled::hidden8_block_scale(hidden, i, n8, v);
   if (i >= n8) return;
   const float mul = numerics::exp2_f32(-s);
   // Values 8 q + j and 8 q + j + 4 (q = i % 4) -> the pair at position 8 j + 2 q of the 32-value block.
