@@ -22,7 +22,8 @@ failed=0
 for p in "${pids[@]}"; do wait "$p" || failed=1; done
 (( failed == 0 )) || { echo "ptx_snapshot: nvcc failed (see above)" >&2; exit 1; }
 for f in "$out"/*.raw.ptx; do
-  sed -E '/^\s*\.(loc|file)\b/d; s@//.*$@@; s/[0-9]*_INTERNAL_[0-9a-f]+_[0-9]+_[A-Za-z0-9_]*_[0-9a-f]{8}_[0-9]+/INTERNAL/g; s/[0-9]*_GLOBAL__N__[0-9a-f]+_[0-9]+_[A-Za-z0-9_]*_[0-9a-f]{8}_[0-9]+/ANON/g; s/__nv_static_[0-9a-zA-Z_]+/STATIC/g' "$f" \
+  # (non-greedy: a greedy file-name part would swallow the rest of a name up to the last hash)
+  perl -ne 'next if /^\s*\.(loc|file)\b/; s@//.*$@@; s/[0-9]*_INTERNAL_[0-9a-f]+_[0-9]+_[A-Za-z0-9_]*?_[0-9a-f]{8}_[0-9]+/INTERNAL/g; s/[0-9]*_GLOBAL__N__[0-9a-f]+_[0-9]+_[A-Za-z0-9_]*?_[0-9a-f]{8}_[0-9]+/ANON/g; s/__nv_static_[0-9a-zA-Z_]+/STATIC/g; print' "$f" \
     | grep -v '^\s*$' | python3 -c '
 import re, sys
 # Virtual registers renumbered in order of first use within each function, declarations dropped:
