@@ -256,16 +256,22 @@ void run_shape(ShapeContext& c, const ShapeCase& s, bool warm_up, ShapeResult& r
     r.inputs_digest = session.inputs_digest();
   }
   std::vector<double> durations;
-
-  if (c.o.mode == Mode::profile) {
-    // A checked warm-up (JIT, first-call setup outside the capture), then one poisoned call inside the
-    // profiler's capture range, checked too. Not timed: a profiler replays and serialises kernels.
+  // One untimed, checked call (JIT and first-call setup); returns the reference it was checked against.
+  const auto checked_warm_up = [&] {
     session.poison();
     say("warm-up");
     session.call();
     session.check_integrity();
-    const std::vector<double> ref = session.reference();
+    say("checking warm-up");
+    std::vector<double> ref = session.reference();
     check_output(r, session, ref, c.p, strict_limit);
+    return ref;
+  };
+
+  if (c.o.mode == Mode::profile) {
+    // The warm-up outside the capture, then one poisoned call inside the profiler's capture range,
+    // checked too. Not timed: a profiler replays and serialises kernels.
+    const std::vector<double> ref = checked_warm_up();
     session.poison();
     c.dev.synchronize();
     say("profiled call");
@@ -289,15 +295,7 @@ void run_shape(ShapeContext& c, const ShapeCase& s, bool warm_up, ShapeResult& r
     check_output(r, session, session.reference(), c.p, strict_limit);
   } else {
     std::vector<double> ref;
-    if (warm_up) {
-      session.poison();
-      say("warm-up");
-      session.call();
-      session.check_integrity();
-      say("checking warm-up");
-      ref = session.reference();
-      check_output(r, session, ref, c.p, strict_limit);
-    }
+    if (warm_up) ref = checked_warm_up();
     const int exposed_before = c.dev.host_exposed_timings();
     const auto t0 = std::chrono::steady_clock::now();
     for (uint64_t i = 0;; ++i) {
