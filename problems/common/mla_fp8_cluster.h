@@ -62,11 +62,17 @@ struct ClusterPlan {
   bool ok() const { return splits > 0; }
 };
 
+// What a cross-cluster merge costs in token rows: base + per_cluster x (clusters a batch). The default
+// is v12's model; v16 measured 48 + 8 k best for its dims-tile clusters.
+struct MergeCost {
+  double base = 48, per_cluster = 0;
+};
+
 // Splits: C k blocks a batch (k clusters, k <= 16), tokens a block a multiple of T, no empty cluster.
-// Cost in token rows: waves * (tokens + block overhead) + a cross-cluster merge when k > 1.
+// Cost in token rows: waves * (tokens + block overhead) + the merge when k > 1.
 inline ClusterPlan plan_cluster(int batch, int kv_len, int compute_units, int blocks_per_cu, int T, int C,
-                                int max_tokens) {
-  constexpr double kBlockOverhead = 96, kMergeRows = 48;
+                                int max_tokens, MergeCost merge = {}) {
+  constexpr double kBlockOverhead = 96;
   ClusterPlan best;
   if (kv_len <= 0 || batch <= 0 || int64_t(batch) * C > kMaxCounters) return best;
   const int slots = std::max(1, compute_units * blocks_per_cu);
@@ -78,7 +84,7 @@ inline ClusterPlan plan_cluster(int batch, int kv_len, int compute_units, int bl
     if (per > max_tokens) continue;
     const double blocks = double(batch) * splits;
     const double waves = std::ceil(blocks / slots);
-    const double cost = waves * (per + kBlockOverhead) + (k > 1 ? kMergeRows : 0);
+    const double cost = waves * (per + kBlockOverhead) + (k > 1 ? merge.base + merge.per_cluster * k : 0);
     if (!best.ok() || cost < best.cost) best = {splits, per, k, cost, int(waves)};
   }
   return best;

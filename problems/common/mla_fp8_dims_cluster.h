@@ -396,33 +396,6 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
 #endif
 }
 
-// Plan policy: a cross-cluster merge costs merge_base + merge_per_cluster x (clusters a batch) token
-// rows; at most kmax clusters a batch.
-struct Policy {
-  double merge_base = 48, merge_per_cluster = 0;
-  int kmax = kMaxC;
-};
-// v12's plan (mla_cluster::plan_cluster) on 64-token tiles with the policy's merge cost: C k blocks a
-// batch (k clusters), tokens a block a multiple of 64, no empty cluster; cost in token rows:
-// waves x (tokens + 96) + the merge.
-inline ClusterPlan plan_dims(int batch, int kv_len, int slots, int C, int max_tokens, const Policy& pol) {
-  constexpr double kBlockOverhead = 96;
-  ClusterPlan best;
-  if (kv_len <= 0 || batch <= 0 || slots <= 0 || int64_t(batch) * C > kMaxCounters) return best;
-  for (int k = 1; k <= std::min(kMaxC, pol.kmax); ++k) {
-    const int splits = C * k;
-    const int per = ((kv_len + splits - 1) / splits + kT - 1) / kT * kT;
-    const int used = (kv_len + per - 1) / per;
-    if (used <= C * (k - 1)) continue;  // an empty cluster: a smaller k covers it
-    if (per > max_tokens) continue;
-    const double blocks = double(batch) * splits;
-    const double waves = std::ceil(blocks / slots);
-    const double cost = waves * (per + kBlockOverhead) + (k > 1 ? pol.merge_base + pol.merge_per_cluster * k : 0);
-    if (!best.ok() || cost < best.cost) best = {splits, per, k, cost, int(waves)};
-  }
-  return best;
-}
-
 // One configuration: S ring stages, clusters of C (over 8: the non-portable sizes), SPEC: copies issued
 // before kv_indptr is read. One block per SM; launched with the
 // cluster size as a launch attribute.
@@ -470,8 +443,12 @@ struct DimsCluster {
     }();
     return n;
   }
-  static ClusterPlan plan(const MlaDecodeConfig& c, const Policy& pol, int max_tokens = 4096) {
-    return plan_dims(c.batch_size, c.kv_seq_len, slots(), C, max_tokens, pol);
+  // v12's plan (mla_cluster::plan_cluster) on 64-token tiles over the resident blocks; none when the
+  // occupancy calculator found no slot.
+  static ClusterPlan plan(const MlaDecodeConfig& c, const mla_cluster::MergeCost& merge, int max_tokens = 4096) {
+    const int n = slots();
+    if (n <= 0) return {};
+    return mla_cluster::plan_cluster(c.batch_size, c.kv_seq_len, n, 1, kT, C, max_tokens, merge);
   }
   static size_t workspace_bytes(const ClusterPlan& p, const MlaDecodeConfig& c) {
     return mla_cluster::cluster_ws_bytes(c.batch_size, p.nclus, C);
@@ -494,15 +471,15 @@ struct Pick {
 };
 template <int S, bool SPEC>
 struct Family {
-  static Pick pick(const MlaDecodeConfig& cfg, const Policy& pol, int max_tokens = 4096) {
+  static Pick pick(const MlaDecodeConfig& cfg, const mla_cluster::MergeCost& merge, int max_tokens = 4096) {
     Pick best;
     auto consider = [&](int c, const ClusterPlan& p) {
       if (p.ok() && (best.c == 0 || p.cost < best.plan.cost)) best = {c, p};
     };
-    consider(16, DimsCluster<S, 16, SPEC>::plan(cfg, pol, max_tokens));
-    consider(8, DimsCluster<S, 8, SPEC>::plan(cfg, pol, max_tokens));
-    consider(4, DimsCluster<S, 4, SPEC>::plan(cfg, pol, max_tokens));
-    consider(2, DimsCluster<S, 2, SPEC>::plan(cfg, pol, max_tokens));
+    consider(16, DimsCluster<S, 16, SPEC>::plan(cfg, merge, max_tokens));
+    consider(8, DimsCluster<S, 8, SPEC>::plan(cfg, merge, max_tokens));
+    consider(4, DimsCluster<S, 4, SPEC>::plan(cfg, merge, max_tokens));
+    consider(2, DimsCluster<S, 2, SPEC>::plan(cfg, merge, max_tokens));
     return best;
   }
   static int slots(int c) {

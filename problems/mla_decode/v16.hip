@@ -12,8 +12,6 @@
 #include "problems/common/mla_fp8_paths.h"
 #include "problems/common/mla_fp8_dims_cluster.h"
 
-#include <cstdio>
-#include <cstdlib>
 
 namespace {
 
@@ -27,13 +25,9 @@ void launch(const MlaDecodeArgs& a) { mma_launch<Fallback>(a, "mla_mma_kernel<fp
 using V15 = mla_paths::ClusterOrDims<mla_dims::kOptFlag | mla_dims::kOptRope,
                                      mla_cluster::kOptRelaxedArrive | mla_cluster::kOptQFirst>;
 
-// Plan policy: a cross-cluster merge costs 48 + 8 k token rows (k clusters a batch). Measured against
-// 48 (v12's model), 48 + 16 k and one cluster a batch in docs/perf.md, section "mla_decode v16" (call 3).
-inline mla_dims_cluster::Policy policy() {
-  mla_dims_cluster::Policy p;
-  p.merge_per_cluster = 8;
-  return p;
-}
+// A cross-cluster merge costs 48 + 8 k token rows (k clusters a batch). Measured against 48 (v12's
+// model), 48 + 16 k and one cluster a batch in docs/perf.md, section "mla_decode v16" (call 3).
+constexpr mla_cluster::MergeCost kMergeCost{48, 8};
 
 // S ring stages, SPEC: copies before kv_indptr; the dims-cluster path for batch * kv_len <= 65536
 // tokens, v15's paths above.
@@ -43,7 +37,7 @@ struct V16 {
   using F = mla_dims_cluster::Family<S, SPEC>;
   static mla_dims_cluster::Pick pick(const MlaDecodeConfig& c) {
     if (int64_t(c.batch_size) * c.kv_seq_len > kMaxTokens) return {};
-    return F::pick(c, policy());
+    return F::pick(c, kMergeCost);
   }
   static size_t workspace_bytes(const MlaDecodeConfig& c) {
     const mla_dims_cluster::Pick p = pick(c);
@@ -51,11 +45,6 @@ struct V16 {
   }
   static void launch(const MlaDecodeArgs& a) {
     const mla_dims_cluster::Pick p = pick(a.cfg);
-    static const bool show = std::getenv("MLA_V16_PLAN") != nullptr;  // measurement aid: the plan taken
-    if (show)
-      std::fprintf(stderr, "v16 plan S=%d bs=%d kv=%d: C=%d splits=%d tokens=%d clusters/batch=%d waves=%d slots C2/4/8/16=%d/%d/%d/%d\n",
-                   S, a.cfg.batch_size, a.cfg.kv_seq_len, p.c, p.plan.splits, p.plan.tokens_per_split,
-                   p.plan.nclus, p.plan.waves, F::slots(2), F::slots(4), F::slots(8), F::slots(16));
     if (p.c)
       F::launch(p, a);
     else
