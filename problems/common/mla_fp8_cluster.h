@@ -500,20 +500,21 @@ __global__ void __launch_bounds__(W * kernel_warp_size(), B)
 #endif
 }
 
-// One configuration: W warps (T = 8 W tokens a tile), S ring stages, clusters of C (over 8: the
-// non-portable sizes), B blocks per SM, QR: Q fragments in registers. Launched with the cluster size
-// as a launch attribute.
-template <int W, int S, int C, int B, bool QR = false, int OPT = 0>
-struct Fused {
-  using L = Smem<W, S>;
+// Host side of a one-launch cluster kernel taking (args, tokens per split, clusters a batch, workspace):
+// K provides kernel, kWarps, kSmem (dynamic shared memory), kTileTokens, kC (cluster size; over 8: the
+// non-portable sizes), kMaxTokens (default block length cap) and kName. Launched with the cluster size as
+// a launch attribute.
+template <class K>
+struct ClusterLaunch {
+  static constexpr int C = K::kC;
   static void prepare() {
     static const bool done = [] {
-      const void* k = reinterpret_cast<const void*>(mla_fp8_cluster_kernel<W, S, C, B, QR, OPT>);
-      harness_check(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(L::total)),
-                    "cudaFuncSetAttribute(mla_fp8_cluster_kernel, smem)");
+      const void* k = reinterpret_cast<const void*>(K::kernel);
+      harness_check(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(K::kSmem)),
+                    (std::string("cudaFuncSetAttribute(") + K::kName + ", smem)").c_str());
       if (C > 8)
         harness_check(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
-                      "cudaFuncSetAttribute(mla_fp8_cluster_kernel, non-portable cluster)");
+                      (std::string("cudaFuncSetAttribute(") + K::kName + ", non-portable cluster)").c_str());
       return true;
     }();
     (void)done;
@@ -521,8 +522,8 @@ struct Fused {
   static cudaLaunchConfig_t config(dim3 grid, cudaLaunchAttribute* attr) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
-    cfg.blockDim = dim3(W * current_device_shape().warp_size);
-    cfg.dynamicSmemBytes = L::total;
+    cfg.blockDim = dim3(K::kWarps * current_device_shape().warp_size);
+    cfg.dynamicSmemBytes = K::kSmem;
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = C;
     attr[0].val.clusterDim.y = 1;
@@ -538,7 +539,7 @@ struct Fused {
       cudaLaunchAttribute attr[1];
       const cudaLaunchConfig_t cfg = config(dim3(C * 64, 1), attr);
       int clusters = 0;
-      if (cudaOccupancyMaxActiveClusters(&clusters, mla_fp8_cluster_kernel<W, S, C, B, QR, OPT>, &cfg) != cudaSuccess) {
+      if (cudaOccupancyMaxActiveClusters(&clusters, K::kernel, &cfg) != cudaSuccess) {
         (void)cudaGetLastError();
         clusters = 0;
       }
@@ -546,27 +547,38 @@ struct Fused {
     }();
     return n;
   }
-  static ClusterPlan plan(const MlaDecodeConfig& c, int max_tokens = 1024) {
+  // plan_cluster over the resident blocks; none when the occupancy calculator found no slot.
+  static ClusterPlan plan(const MlaDecodeConfig& c, MergeCost merge = {}, int max_tokens = K::kMaxTokens) {
     const int n = slots();
     if (n <= 0) return {};
-    return plan_cluster(c.batch_size, c.kv_seq_len, n, 1, 8 * W, C, max_tokens);
+    return plan_cluster(c.batch_size, c.kv_seq_len, n, 1, K::kTileTokens, C, max_tokens, merge);
   }
   static size_t workspace_bytes(const ClusterPlan& p, const MlaDecodeConfig& c) {
     return cluster_ws_bytes(c.batch_size, p.nclus, C);
   }
   static void launch(const MlaDecodeArgs& a, const ClusterPlan& pl, const char* name) {
     require_mla_shape(a.cfg);
-    if (a.workspace_size < cluster_ws_bytes(a.cfg.batch_size, pl.nclus, C))
-      throw std::runtime_error(std::string(name) + ": workspace too small");
+    if (a.workspace_size < workspace_bytes(pl, a.cfg)) throw std::runtime_error(std::string(name) + ": workspace too small");
     prepare();
     cudaLaunchAttribute attr[1];
     const cudaLaunchConfig_t cfg = config(dim3(pl.splits, a.cfg.batch_size), attr);
-    harness_check(cudaLaunchKernelEx(&cfg, mla_fp8_cluster_kernel<W, S, C, B, QR, OPT>, a, pl.tokens_per_split, pl.nclus,
-                                     static_cast<float*>(a.workspace)),
+    harness_check(cudaLaunchKernelEx(&cfg, K::kernel, a, pl.tokens_per_split, pl.nclus, static_cast<float*>(a.workspace)),
                   name);
     harness_check_launch(name);
   }
 };
+
+// One configuration: W warps (T = 8 W tokens a tile), S ring stages, clusters of C, B blocks per SM,
+// QR: Q fragments in registers.
+template <int W, int S, int C, int B, bool QR = false, int OPT = 0>
+struct FusedKernel {
+  static constexpr auto kernel = mla_fp8_cluster_kernel<W, S, C, B, QR, OPT>;
+  static constexpr int kWarps = W, kTileTokens = 8 * W, kC = C, kMaxTokens = 1024;
+  static constexpr size_t kSmem = Smem<W, S>::total;
+  static constexpr const char* kName = "mla_fp8_cluster_kernel";
+};
+template <int W, int S, int C, int B, bool QR = false, int OPT = 0>
+using Fused = ClusterLaunch<FusedKernel<W, S, C, B, QR, OPT>>;
 
 // The one-launch configurations v12 measured on the latency-bound shapes (docs/perf.md, mla-small):
 // one cluster of 16 blocks of at most 64 tokens a batch when that is one wave (8 warps, 2 blocks per

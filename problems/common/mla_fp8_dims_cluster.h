@@ -396,73 +396,17 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
 #endif
 }
 
-// One configuration: S ring stages, clusters of C (over 8: the non-portable sizes), SPEC: copies issued
-// before kv_indptr is read. One block per SM; launched with the
-// cluster size as a launch attribute.
+// One configuration: S ring stages, clusters of C, SPEC: copies issued before kv_indptr is read; one
+// 8-warp block per SM.
 template <int S, int C, bool SPEC>
-struct DimsCluster {
-  using L = mla_dims::Smem<S>;
+struct DimsClusterKernel {
   static constexpr auto kernel = mla_fp8_dims_cluster_kernel<S, C, SPEC>;
-  static void prepare() {
-    static const bool done = [] {
-      const void* k = reinterpret_cast<const void*>(kernel);
-      harness_check(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(L::total)),
-                    "cudaFuncSetAttribute(mla_fp8_dims_cluster_kernel, smem)");
-      if (C > 8)
-        harness_check(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
-                      "cudaFuncSetAttribute(mla_fp8_dims_cluster_kernel, non-portable cluster)");
-      return true;
-    }();
-    (void)done;
-  }
-  static cudaLaunchConfig_t config(dim3 grid, cudaLaunchAttribute* attr) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(kDW * current_device_shape().warp_size);
-    cfg.dynamicSmemBytes = L::total;
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = C;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    return cfg;
-  }
-  // Blocks that can be resident at once (whole clusters), from the occupancy calculator.
-  static int slots() {
-    static const int n = [] {
-      prepare();
-      cudaLaunchAttribute attr[1];
-      const cudaLaunchConfig_t cfg = config(dim3(C * 64, 1), attr);
-      int clusters = 0;
-      if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
-        (void)cudaGetLastError();
-        clusters = 0;
-      }
-      return clusters * C;
-    }();
-    return n;
-  }
-  // v12's plan (mla_cluster::plan_cluster) on 64-token tiles over the resident blocks; none when the
-  // occupancy calculator found no slot.
-  static ClusterPlan plan(const MlaDecodeConfig& c, const mla_cluster::MergeCost& merge, int max_tokens = 4096) {
-    const int n = slots();
-    if (n <= 0) return {};
-    return mla_cluster::plan_cluster(c.batch_size, c.kv_seq_len, n, 1, kT, C, max_tokens, merge);
-  }
-  static size_t workspace_bytes(const ClusterPlan& p, const MlaDecodeConfig& c) {
-    return mla_cluster::cluster_ws_bytes(c.batch_size, p.nclus, C);
-  }
-  static void launch(const MlaDecodeArgs& a, const ClusterPlan& pl, const char* name) {
-    require_mla_shape(a.cfg);
-    if (a.workspace_size < workspace_bytes(pl, a.cfg)) throw std::runtime_error(std::string(name) + ": workspace too small");
-    prepare();
-    cudaLaunchAttribute attr[1];
-    const cudaLaunchConfig_t cfg = config(dim3(pl.splits, a.cfg.batch_size), attr);
-    harness_check(cudaLaunchKernelEx(&cfg, kernel, a, pl.tokens_per_split, pl.nclus, static_cast<float*>(a.workspace)), name);
-    harness_check_launch(name);
-  }
+  static constexpr int kWarps = kDW, kTileTokens = kT, kC = C, kMaxTokens = 4096;
+  static constexpr size_t kSmem = mla_dims::Smem<S>::total;
+  static constexpr const char* kName = "mla_fp8_dims_cluster_kernel";
 };
+template <int S, int C, bool SPEC>
+using DimsCluster = mla_cluster::ClusterLaunch<DimsClusterKernel<S, C, SPEC>>;
 
 // The cluster sizes 2, 4, 8, 16 of one (S, SPEC): the plan of least cost; ties go to the larger cluster.
 struct Pick {
@@ -481,14 +425,6 @@ struct Family {
     consider(4, DimsCluster<S, 4, SPEC>::plan(cfg, merge, max_tokens));
     consider(2, DimsCluster<S, 2, SPEC>::plan(cfg, merge, max_tokens));
     return best;
-  }
-  static int slots(int c) {
-    switch (c) {
-      case 16: return DimsCluster<S, 16, SPEC>::slots();
-      case 8: return DimsCluster<S, 8, SPEC>::slots();
-      case 4: return DimsCluster<S, 4, SPEC>::slots();
-      default: return DimsCluster<S, 2, SPEC>::slots();
-    }
   }
   static size_t workspace_bytes(const Pick& p, const MlaDecodeConfig& cfg) {
     return p.c == 0 ? 0 : mla_cluster::cluster_ws_bytes(cfg.batch_size, p.plan.nclus, p.c);
