@@ -317,11 +317,6 @@ __global__ void quantize_hidden_wg(const uint16_t* hidden, int64_t n8, uint8_t* 
   }
 }
 
-template <class C>
-constexpr int gate_up_smem() {
-  return C::kPipeBytes > C::BN * (C::BM + 4) * 4 ? C::kPipeBytes : C::BN * (C::BM + 4) * 4;
-}
-
 // Stage 1. grid (tiles_max, I / (BM / 2)): BM/2 gate + BM/2 up rows x BN sorted rows, SwiGLU, bf16
 // rounding, dynamic MXFP4 requantization into bf16-folded a (wgmma-k order).
 template <class C>
@@ -399,29 +394,18 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void down(MoeArgs a, Wo
   moe_tiled::store_weighted_rows<C>(moe_wide16::AccIndex<C>(), acc, pair, weight, ws.y, H, n0);
 }
 
-// Quantize (wgmma-k order), route (1024 threads), the two GEMM stages on G1 / G2, combine.
+// The wgmma-k order quantizer, then moe_wide16::launch_stages on this header's kernels.
 template <int BN, class G1, class G2>
 void launch(const MoeArgs& a) {
-  static_assert(G1::BN == BN && G2::BN == BN, "plan");
-  moe_pipeline::require_workspace(a, BN, Bf16Folded::kActBytes);
-  Workspace ws;
-  moe_pipeline::carve(a.cfg, BN, a.workspace, &ws, Bf16Folded::kActBytes);
-  const moe_pipeline::Sizes s = moe_pipeline::sizes_of(a.cfg, BN);
-  if (s.I % (G1::BM / 2) || s.I % 32 || s.H % G2::BM || (s.H / 32) % G1::KS || (s.I / 32) % G2::KS || s.E > 1024)
-    throw std::invalid_argument("moe_mxfp4: shape not supported by the wgmma row kernels");
-  const int64_t n8 = s.M * s.H / 8;
   constexpr int kQuantThreads = 256;
-  quantize_hidden_wg<<<unsigned((n8 + kQuantThreads - 1) / kQuantThreads), kQuantThreads>>>(a.hidden_states, n8, ws.x8);
-  moe_pipeline::check(hipGetLastError(), "quantize hidden");
-  moe_wg8::route(a, ws, BN);
-  constexpr int sm1 = gate_up_smem<G1>(), sm2 = G2::kPipeBytes;
-  moe_wg8::allow_smem(gate_up<G1>, sm1);
-  moe_wg8::allow_smem(down<G2>, sm2);
-  gate_up<G1><<<dim3(unsigned(s.tiles_max), unsigned(s.I / (G1::BM / 2))), G1::kThreads, sm1>>>(a, ws);
-  moe_pipeline::check(hipGetLastError(), "wgmma rows gate_up");
-  down<G2><<<dim3(unsigned(s.tiles_max), unsigned(s.H / G2::BM)), G2::kThreads, sm2>>>(a, ws);
-  moe_pipeline::check(hipGetLastError(), "wgmma rows down");
-  moe_pipeline::launch_combine(a, ws);
+  moe_wide16::launch_stages<BN, G1, G2>(
+      a,
+      [&](const Workspace& ws, const moe_pipeline::Sizes& s) {
+        const int64_t n8 = s.M * s.H / 8;
+        quantize_hidden_wg<<<unsigned((n8 + kQuantThreads - 1) / kQuantThreads), kQuantThreads>>>(a.hidden_states, n8,
+                                                                                                 ws.x8);
+      },
+      gate_up<G1>, down<G2>, "wgmma rows");
 }
 #endif  // MOE_WG8_HOST
 

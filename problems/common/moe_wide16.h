@@ -14,6 +14,7 @@
 //  - no activation scale copies (folded), no activation scale bytes written by gate_up.
 // Quantizer and route are moe_wg8's (branch-free quantizer, 1024-thread route).
 #pragma once
+#include <string>
 #include <utility>
 
 #include "problems/common/moe_wg8.h"
@@ -293,31 +294,43 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void down(MoeArgs a, Wo
   moe_tiled::store_weighted_rows<C>(AccIndex<C>(), acc, pair, weight, ws.y, H, n0);
 }
 
-// Quantize (moe_wg8's branch-free quantizer, bf16-folded activations), route (1024 threads), the
-// two GEMM stages on G1 / G2, combine.
-template <int BN, class G1, class G2>
-void launch(const MoeArgs& a) {
+// After quantize(ws, s) has queued the activations: route (1024 threads), the two GEMM stages (the
+// kernels gate_up_k on G1, down_k on G2), combine. name: the kernels' family, for messages.
+template <int BN, class G1, class G2, class Quantize>
+void launch_stages(const MoeArgs& a, Quantize&& quantize, void (*gate_up_k)(MoeArgs, Workspace),
+                   void (*down_k)(MoeArgs, Workspace), const std::string& name) {
   static_assert(G1::BN == BN && G2::BN == BN, "plan");
   moe_pipeline::require_workspace(a, BN, Bf16Folded::kActBytes);
   Workspace ws;
   moe_pipeline::carve(a.cfg, BN, a.workspace, &ws, Bf16Folded::kActBytes);
   const moe_pipeline::Sizes s = moe_pipeline::sizes_of(a.cfg, BN);
-  if (s.I % (G1::BM / 2) || s.H % G2::BM || (s.H / 32) % G1::KS || (s.I / 32) % G2::KS || s.E > 1024)
-    throw std::invalid_argument("moe_mxfp4: shape not supported by the wide16 kernels");
-  const int64_t n8 = s.M * s.H / 8;
-  constexpr int kQuantThreads = 256;
-  moe_wg8::quantize_hidden8<Bf16Folded><<<unsigned((n8 + kQuantThreads - 1) / kQuantThreads), kQuantThreads>>>(
-      a.hidden_states, n8, ws.x8, ws.xs);
+  if (s.I % (G1::BM / 2) || s.I % 32 || s.H % G2::BM || (s.H / 32) % G1::KS || (s.I / 32) % G2::KS || s.E > 1024)
+    throw std::invalid_argument("moe_mxfp4: shape not supported by the " + name + " kernels");
+  quantize(ws, s);
   moe_pipeline::check(hipGetLastError(), "quantize hidden");
   moe_wg8::route(a, ws, BN);
   constexpr int sm1 = gate_up_smem<G1>(), sm2 = G2::kPipeBytes;
-  moe_wg8::allow_smem(gate_up<G1>, sm1);
-  moe_wg8::allow_smem(down<G2>, sm2);
-  gate_up<G1><<<dim3(unsigned(s.tiles_max), unsigned(s.I / (G1::BM / 2))), G1::kThreads, sm1>>>(a, ws);
-  moe_pipeline::check(hipGetLastError(), "wide16 gate_up");
-  down<G2><<<dim3(unsigned(s.tiles_max), unsigned(s.H / G2::BM)), G2::kThreads, sm2>>>(a, ws);
-  moe_pipeline::check(hipGetLastError(), "wide16 down");
+  moe_wg8::allow_smem(gate_up_k, sm1);
+  moe_wg8::allow_smem(down_k, sm2);
+  gate_up_k<<<dim3(unsigned(s.tiles_max), unsigned(s.I / (G1::BM / 2))), G1::kThreads, sm1>>>(a, ws);
+  moe_pipeline::check(hipGetLastError(), (name + " gate_up").c_str());
+  down_k<<<dim3(unsigned(s.tiles_max), unsigned(s.H / G2::BM)), G2::kThreads, sm2>>>(a, ws);
+  moe_pipeline::check(hipGetLastError(), (name + " down").c_str());
   moe_pipeline::launch_combine(a, ws);
+}
+
+// moe_wg8's branch-free quantizer (bf16-folded activations), then launch_stages on this header's kernels.
+template <int BN, class G1, class G2>
+void launch(const MoeArgs& a) {
+  constexpr int kQuantThreads = 256;
+  launch_stages<BN, G1, G2>(
+      a,
+      [&](const Workspace& ws, const moe_pipeline::Sizes& s) {
+        const int64_t n8 = s.M * s.H / 8;
+        moe_wg8::quantize_hidden8<Bf16Folded><<<unsigned((n8 + kQuantThreads - 1) / kQuantThreads), kQuantThreads>>>(
+            a.hidden_states, n8, ws.x8, ws.xs);
+      },
+      gate_up<G1>, down<G2>, "wide16");
 }
 #endif  // MOE_WG8_HOST
 
