@@ -462,13 +462,7 @@ __global__ __launch_bounds__(kThreads, C::kMinBlocks) void down_persist(MoeArgs 
 // moe_pipeline::combine after the dependent-launch wait.
 __global__ void combine(const float* y, int64_t M, int H, int total_top_k, uint16_t* out) {
   dep_wait();
-  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= M * H) return;
-  const int64_t token = i / H, n = i % H;
-  const float* yt = y + token * total_top_k * H + n;
-  float sum = 0.0f;
-  for (int j = 0; j < total_top_k; ++j) sum += yt[int64_t(j) * H];
-  out[i] = numerics::f32_to_bf16(sum);
+  moe_pipeline::combine_rows(y, M, H, total_top_k, out);
 }
 
 // Host: cudaLaunchKernelEx with attribute 6 (programmatic dependent launch; the enumerator's name

@@ -124,7 +124,8 @@ __global__ void route(const int32_t* topk_ids, int P, int E, int tile_rows, int 
   }
 }
 
-__global__ void combine(const float* y, int64_t M, int H, int total_top_k, uint16_t* out) {
+// out[token, n] = sum over the token's slots of y[token, slot, n], in slot order; one thread an output.
+__device__ __forceinline__ void combine_rows(const float* y, int64_t M, int H, int total_top_k, uint16_t* out) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= M * H) return;
   const int64_t token = i / H, n = i % H;
@@ -132,6 +133,10 @@ __global__ void combine(const float* y, int64_t M, int H, int total_top_k, uint1
   float sum = 0.0f;
   for (int j = 0; j < total_top_k; ++j) sum += yt[int64_t(j) * H];
   out[i] = numerics::f32_to_bf16(sum);
+}
+
+__global__ void combine(const float* y, int64_t M, int H, int total_top_k, uint16_t* out) {
+  combine_rows(y, M, H, total_top_k, out);
 }
 
 // Steps before the expert GEMMs: quantize the hidden states and sort the pairs.
