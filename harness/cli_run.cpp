@@ -17,6 +17,7 @@
 #include "harness/cli_table.hpp"
 #include "harness/device.hpp"
 #include "harness/leaderboard.hpp"
+#include "harness/matrix_rate.hpp"
 #include "harness/runner.hpp"
 #include "harness/term.hpp"
 #include "harness/worker.hpp"
@@ -181,6 +182,11 @@ int run_command(RunArgs& a) {
   const std::vector<const VariantEntry*> variants = select_variants(p, a.variants);
   if (variants.empty()) throw UsageError("no variant given (--variant name[,name...])");
   const RunOptions o = to_run_options(a, p, mode);  // validates --shapes
+  try {
+    (void)matrix_rate_for("");  // a malformed HARNESS_MATRIX_TFLOPS is a usage error, found before any run
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
   if (!a.json_path.empty()) {
     const auto dir = std::filesystem::path(a.json_path).parent_path();
     if (!dir.empty() && !std::filesystem::is_directory(dir))

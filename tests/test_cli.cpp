@@ -3,6 +3,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -62,6 +64,9 @@ TEST_CASE("cli: usage errors are one line naming the valid choices, exit code 2"
   check_usage_error("run nope --variant cpu", "mla_decode");
   check_usage_error("run mla_decode --variant zzz", "unknown variant 'zzz' for mla_decode (valid: ");
   check_usage_error("run mla_decode --variant cpu --shapes 4", "bad shape index '4' for mla_decode test shapes (valid: all or indices 0-3)");
+  ::setenv("HARNESS_MATRIX_TFLOPS", "fast", 1);
+  check_usage_error("run mla_decode --variant cpu", "HARNESS_MATRIX_TFLOPS must be a positive number, got 'fast'");
+  ::unsetenv("HARNESS_MATRIX_TFLOPS");
   check_usage_error("run mla_decode --variant cpu --shapes 1,x", "bad shape index 'x'");
   check_usage_error("run mla_decode --variant cpu --mode benchmark --shapes 8", "indices 0-7");
   check_usage_error("run mla_decode --variant cpu --mode fast", "unknown mode 'fast' (valid: test, benchmark, leaderboard, profile)");
