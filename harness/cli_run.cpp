@@ -61,6 +61,8 @@ RunOptions to_run_options(const RunArgs& a, const Problem& p, Mode mode) {
                                      fmt::format("{} {} shapes", p.name(), mode == Mode::test ? "test" : "benchmark"));
   if (a.seed_opt->count()) o.seed = a.seed;
   if (a.secret_opt->count() || a.secret_from_file) o.secret_seed = a.secret_seed;
+  if (mode == Mode::profile && (a.hot || a.graph))
+    throw UsageError("--hot / --graph: profile mode times nothing (the profiler sees one plain call per shape)");
   o.timing.flush = !a.hot;
   o.timing.graph = a.graph;
   if (a.flush_opt->count()) {

@@ -63,6 +63,7 @@ TEST_CASE("cli: usage errors are one line naming the valid choices, exit code 2"
   check_usage_error("run nope --variant cpu", "mla_decode");
   check_usage_error("run mla_decode --variant zzz", "unknown variant 'zzz' for mla_decode (valid: ");
   check_usage_error("run mla_decode --variant cpu --shapes 4", "bad shape index '4' for mla_decode test shapes (valid: all or indices 0-3)");
+  check_usage_error("run mla_decode --variant cpu --mode profile --graph", "--hot / --graph: profile mode times nothing");
   ::setenv("HARNESS_MATRIX_TFLOPS", "fast", 1);
   check_usage_error("run mla_decode --variant cpu", "HARNESS_MATRIX_TFLOPS must be a positive number, got 'fast'");
   ::unsetenv("HARNESS_MATRIX_TFLOPS");
