@@ -390,13 +390,31 @@ __device__ inline void decode_f16(uint32_t w, uint32_t q[4]) {
 }
 #endif
 
-template <class C, int MINB>
+// Programmatic dependent launch, device side (no-ops for a kernel launched without the attribute).
+__device__ inline void dep_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ inline void dep_release() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+// DEP: launched as a programmatic dependent launch (moe_rows8.h's chain): wait for the previous grid
+// (the route's output and the activations) before anything, then let the next launch be scheduled.
+template <class C, int MINB, bool DEP = false>
 __global__ __launch_bounds__(kThreads, MINB) void gate_up_f16(MoeArgs a, Workspace ws) {
   extern __shared__ __align__(128) uint8_t smem_wg8[];
   uint8_t* smem = smem_wg8;
   __shared__ int rg[C::BM / 16];
   __shared__ const uint8_t* xrow[C::BN];
   __shared__ const uint8_t* xsrow[C::BN];
+  if constexpr (DEP) {
+    dep_wait();
+    dep_release();
+  }
   if (int(blockIdx.x) >= *ws.n_tiles) return;
   const Tile tile = ws.tiles[blockIdx.x];
   const int H = a.cfg.d_hidden, I = a.cfg.d_expert, T = a.cfg.total_top_k, KB = H / 32;

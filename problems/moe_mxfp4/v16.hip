@@ -32,7 +32,7 @@ using R64G2S = moe_wgrows::Cfg<8, 2, 64, 4, 4, 1, 4, 2, true>;  // v14's down, K
 size_t workspace_bytes(const MoeConfig& c) {
   switch (rows_for(c)) {
 #if defined(MOE_WG8_HOST)
-    case 8: return moe_rows8::workspace8(c);  // f16 activations, combine counters
+    case 8: return moe_rows8::workspace8(c);  // f16 activations
 #else
     case 8: return moe_pipeline::carve(c, 8, nullptr, nullptr, ScaledDecode::kActBytes);
 #endif
@@ -44,7 +44,7 @@ size_t workspace_bytes(const MoeConfig& c) {
 void launch(const MoeArgs& a) {
 #if defined(MOE_WG8_HOST)
   switch (rows_for(a.cfg)) {
-    case 8: moe_rows8::launch8<FG1, 4, WG2, 5, false, -1>(a); break;
+    case 8: moe_rows8::launch8<FG1, 4, WG2, 5, -1>(a); break;
     case 32: moe_wide16::launch<32, W32G1, W32G2>(a); break;
     default:
       if (a.cfg.d_expert <= 512) moe_wgrows::launch<64, R64G1, R64G2S>(a);
