@@ -54,11 +54,15 @@ constexpr int kLanes = moe_tile::kMmaLanes;
 // activation block raw with its exponent byte.
 // PF: the next k-block's weight words are read from shared memory before the wgmma wait (the wait's
 // memory clobber otherwise puts every k-block's loads right before their decode).
+// GK: k-blocks decoded per wgmma group (GK x MT x 2 wgmma a group, NB buffers of GK k-blocks' A).
 template <int WM_, int MT_, int BN_, int KS_, int STAGES_, int MIN_BLOCKS_ = 1, int XROWS_ = 4, int NB_ = 2, int FORCE_ = 0,
-          bool PF_ = true>
+          bool PF_ = true, int GK_ = 1>
 struct Cfg {
   static constexpr int FORCE = FORCE_;
   static constexpr bool PF = PF_;
+  static constexpr int GK = GK_;
+  static_assert(KS_ % (NB_ * GK_) == 0, "the A buffer index restarts with each stage");
+  static_assert(GK_ == 1 || !PF_, "prefetch only with one k-block a group");
   static constexpr int XROWS = XROWS_;  // tile rows a warp's activation copy covers (8: 64 bytes a row; 4: 128)
   static constexpr int NB = NB_;
   static constexpr int WM = WM_, MT = MT_, NG = BN_ / 8, KS = KS_, STAGES = STAGES_, kMinBlocks = MIN_BLOCKS_;
@@ -241,7 +245,7 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
   };
 
   const uint32_t smem_s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  uint32_t a[C::NB][C::MT][2][4];
+  uint32_t a[C::NB][C::GK][C::MT][2][4];
 
   auto body = [&](int slot, auto slow_tag, int next_slot, int next_kb, bool has_next) {
     constexpr bool kSlow = decltype(slow_tag)::value;
@@ -273,7 +277,7 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
     if constexpr (C::PF) read_words(0, wbuf[0]);
     auto kblock = [&](auto u_tag) {
       constexpr int u = decltype(u_tag)::value;
-      constexpr int b = u % C::NB;
+      constexpr int b = (u / C::GK) % C::NB, q = u % C::GK;
       if constexpr (!C::PF) read_words(u, wbuf[u % 2]);
 #pragma unroll
       for (int m = 0; m < C::MT; ++m) {
@@ -303,31 +307,40 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
             hi[k] = mul_f16x2(hi[k], m1);
           }
         }
-        a[b][m][0][0] = lo[0];
-        a[b][m][0][1] = hi[0];
-        a[b][m][0][2] = lo[1];
-        a[b][m][0][3] = hi[1];
-        a[b][m][1][0] = lo[2];
-        a[b][m][1][1] = hi[2];
-        a[b][m][1][2] = lo[3];
-        a[b][m][1][3] = hi[3];
+        a[b][q][m][0][0] = lo[0];
+        a[b][q][m][0][1] = hi[0];
+        a[b][q][m][0][2] = lo[1];
+        a[b][q][m][0][3] = hi[1];
+        a[b][q][m][1][0] = lo[2];
+        a[b][q][m][1][1] = hi[2];
+        a[b][q][m][1][2] = lo[3];
+        a[b][q][m][1][3] = hi[3];
+      }
+      if constexpr (q + 1 < C::GK) {  // the group is issued after its last k-block's decode
+        if (has_next) load_part(u_tag, next_slot, next_kb);
+        return;
       }
       // Materialise every A register before the fence (ptxas otherwise sinks the slow path's byte
       // permutes between the wgmma instructions and serialises them with injected arrives).
 #pragma unroll
-      for (int m = 0; m < C::MT; ++m)
+      for (int qq = 0; qq < C::GK; ++qq)
 #pragma unroll
-        for (int s = 0; s < 2; ++s)
+        for (int m = 0; m < C::MT; ++m)
 #pragma unroll
-          for (int i = 0; i < 4; ++i) moe_wg8::reg_fence(a[b][m][s][i]);
+          for (int s = 0; s < 2; ++s)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) moe_wg8::reg_fence(a[b][qq][m][s][i]);
       moe_wg8::wg_fence();
 #pragma unroll
-      for (int m = 0; m < C::MT; ++m)
+      for (int qq = 0; qq < C::GK; ++qq)
 #pragma unroll
-        for (int s = 0; s < 2; ++s) {
-          if constexpr (kSlow) moe_wgrows::wg_mma_bf16<C::NG>(acc[m], a[b][m][s], desc0 + uint64_t((4 * u + 2 * s) * 128 / 16));
-          else wg_mma_f16<C::NG>(acc[m], a[b][m][s], desc0 + uint64_t((4 * u + 2 * s) * 128 / 16));
-        }
+        for (int m = 0; m < C::MT; ++m)
+#pragma unroll
+          for (int s = 0; s < 2; ++s) {
+            const uint64_t d = desc0 + uint64_t((4 * (u - q + qq) + 2 * s) * 128 / 16);
+            if constexpr (kSlow) moe_wgrows::wg_mma_bf16<C::NG>(acc[m], a[b][qq][m][s], d);
+            else wg_mma_f16<C::NG>(acc[m], a[b][qq][m][s], d);
+          }
       moe_wg8::wg_commit();
       if constexpr (C::PF && u + 1 < C::KS) read_words(u + 1, wbuf[(u + 1) % 2]);
       if (has_next) load_part(u_tag, next_slot, next_kb);

@@ -16,6 +16,12 @@
 #ifndef V18_FORCE
 #define V18_FORCE 0
 #endif
+#ifndef V18_PF  // moe_wgf16::Cfg's PF and GK for the f16 64-row kernels (candidates)
+#define V18_PF true
+#endif
+#ifndef V18_GK
+#define V18_GK 1
+#endif
 
 namespace {
 using moe_tile::Bf16Folded;
@@ -39,9 +45,9 @@ using F32G2 = moe_widef16::Cfg<4, 2, 4, 4, 3, 1, V18_FORCE>;
 using R64G1 = moe_wgrows::Cfg<8, 2, 64, 8, 3, 1, 4, 2, true>;   // v14's 64-row gate_up
 using R64G2 = moe_wgrows::Cfg<8, 2, 64, 8, 3, 1, 4, 2, true>;   // v14's down, K > 512
 using R64G2S = moe_wgrows::Cfg<8, 2, 64, 4, 4, 1, 4, 2, true>;  // v14's down, K <= 512
-using F64G1 = moe_wgf16::Cfg<8, 2, 64, 8, 3, 1, 4, 2, V18_FORCE>;   // v14's shapes on f16
-using F64G2 = moe_wgf16::Cfg<8, 2, 64, 8, 3, 1, 4, 2, V18_FORCE>;
-using F64G2S = moe_wgf16::Cfg<8, 2, 64, 4, 4, 1, 4, 2, V18_FORCE>;
+using F64G1 = moe_wgf16::Cfg<8, 2, 64, 8, 3, 1, 4, 2, V18_FORCE, V18_PF, V18_GK>;   // v14's shapes on f16
+using F64G2 = moe_wgf16::Cfg<8, 2, 64, 8, 3, 1, 4, 2, V18_FORCE, V18_PF, V18_GK>;
+using F64G2S = moe_wgf16::Cfg<8, 2, 64, 4, 4, 1, 4, 2, V18_FORCE, V18_PF, V18_GK>;
 #endif
 
 size_t workspace_bytes(const MoeConfig& c) {
