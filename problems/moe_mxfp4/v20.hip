@@ -1,0 +1,117 @@
+// v20: v19 with the 32-row tiles (E 257 bs 512, E 33 bs 128) on moe_wide16n.h: each tile runs only the
+// 8-column groups that hold real sorted rows (2, 3 or 4 of 4: ceil(rows / 8), rounded up to V20_NG1 and,
+// without V20_STEP3, 3 -> 4), so a half-empty tile issues about half the MMAs and B loads per decoded
+// weight word; the tiles taken in reverse route order (V20_REV: the shared expert's full tiles first, the
+// lightest last); gate_up and combine launched as programmatic dependents (V20_DEP 5). And v19's 8-row
+// chain (moe_rows8b.h) only where it was measured to win (d_expert 256, the E 257 benchmark shapes); other
+// 8-row shapes with v16's persistent-down rule (e.g. the d_expert 1024 test shape) take v16's chain.
+// Everything else is v19's (= v16's) code. Bit-identical to v16 / v19 (the real columns' products, k order
+// and sums are unchanged; skipped columns are padding). V20_F16 1 puts the 32-row tiles on v18's f16
+// operands (moe_wide_f16n.h; measured slower). Builds without mma.sync (AMD) run v11's dispatch.
+#include "problems/common/moe_rows8b.h"
+#include "problems/common/moe_wgmma_rows.h"
+#include "problems/common/moe_wide16n.h"
+
+#ifndef V20_NAME
+#define V20_NAME "v20"
+#define V20_NG1 2
+#define V20_STEP3 true
+#define V20_DESC "v19 + 32-row tiles: empty 8-column groups skipped, reverse tile order, dependent launches; v19's E257 chain only at d_expert 256"
+#endif
+#ifndef V20_REV
+#define V20_REV true
+#endif
+#ifndef V20_DEP
+#define V20_DEP 5
+#endif
+#ifndef V20_F16
+#define V20_F16 0
+#endif
+#if V20_F16
+#include "problems/common/moe_wide_f16n.h"
+#endif
+#ifndef V20_G1
+#define V20_G1 4, 2, 4, 8, 2  // v13's 32-row gate_up
+#endif
+#ifndef V20_G2
+#define V20_G2 4, 2, 4, 4, 3  // v13's 32-row down
+#endif
+
+namespace {
+using moe_tile::Bf16Folded;
+using moe_tile::ScaledDecode;
+
+int rows_for(const MoeConfig& c) {
+#if defined(MOE_HAVE_MMA_SYNC)
+  const int pe = c.bs * c.n_experts_per_token / c.n_routed_experts;
+  return pe <= 8 ? 8 : pe <= 40 ? 32 : 64;
+#else
+  const int r = moe_tiled::tile_rows_for(c);
+  return r == 16 ? 32 : r;
+#endif
+}
+
+#if defined(MOE_WG8_HOST)
+using FG1 = moe_wg8::F16Cfg<8, 4>;             // v15's 8-row gate_up
+using WG2 = moe_wg8::Cfg<4, 4, 3, 1, 3>;       // v15's 8-row down
+using W32G1 = moe_wide16::Cfg<V20_G1>;  // 32-row kernels (full tile: 4 column groups)
+using W32G2 = moe_wide16::Cfg<V20_G2>;
+#if V20_F16
+using F32G1 = moe_widef16::Cfg<V20_G1>;  // the same shapes on v18's f16 operands
+using F32G2 = moe_widef16::Cfg<V20_G2>;
+#endif
+using R64G1 = moe_wgrows::Cfg<8, 2, 64, 8, 3, 1, 4, 2, true>;   // v14's 64-row gate_up
+using R64G2 = moe_wgrows::Cfg<8, 2, 64, 8, 3, 1, 4, 2, true>;   // v14's down, K > 512
+using R64G2S = moe_wgrows::Cfg<8, 2, 64, 4, 4, 1, 4, 2, true>;  // v14's down, K <= 512
+#endif
+
+size_t workspace_bytes(const MoeConfig& c) {
+  switch (rows_for(c)) {
+#if defined(MOE_WG8_HOST)
+    case 8: return moe_rows8b::workspace8b(c);  // f16 activations + the chain's counters
+#else
+    case 8: return moe_pipeline::carve(c, 8, nullptr, nullptr, ScaledDecode::kActBytes);
+#endif
+    case 32: return moe_pipeline::carve(c, 32, nullptr, nullptr, Bf16Folded::kActBytes);
+    default: return moe_pipeline::carve(c, 64, nullptr, nullptr, Bf16Folded::kActBytes);
+  }
+}
+
+void launch(const MoeArgs& a) {
+#if defined(MOE_WG8_HOST)
+  switch (rows_for(a.cfg)) {
+    case 8:
+      // v19's chain where measured (d_expert 256 with v16's persistent-down rule: E 257 bs 16 / 128).
+      if (a.cfg.d_expert == 256 && moe_rows8b::supports8b<FG1, WG2>(a.cfg) &&
+          int64_t(moe_pipeline::sizes_of(a.cfg, 8).tiles_max) * (a.cfg.d_hidden / WG2::BM) >=
+              8 * int64_t(moe_rows8b::dyn_slots<WG2>(WG2::kPipeBytes)))
+        moe_rows8b::launch8b<FG1, 4, WG2, 0, true>(a);  // 3 down blocks/SM, folded activation scales
+      else
+        moe_rows8::launch8<FG1, 4, WG2, 5, -1>(a);  // v16's chain (its own persistent-down rule)
+      break;
+    case 32:
+#if V20_F16
+      moe_widef16n::launch<32, F32G1, F32G2, V20_NG1, V20_STEP3, V20_REV, V20_DEP>(a);
+#else
+      moe_wide16n::launch<32, W32G1, W32G2, V20_NG1, V20_STEP3, V20_REV, V20_DEP>(a);
+#endif
+      break;
+    default:
+      if (a.cfg.d_expert <= 512) moe_wgrows::launch<64, R64G1, R64G2S>(a);
+      else moe_wgrows::launch<64, R64G1, R64G2>(a);
+      break;
+  }
+#else
+  switch (rows_for(a.cfg)) {
+    case 8: moe_tiled::launch_one<8, moe_tiled::Plan, ScaledDecode>(a); break;
+    case 32: moe_tiled::launch_one<32, moe_tiled::PlanWide, Bf16Folded>(a); break;
+    default: moe_tiled::launch_one<64, moe_tiled::PlanWide, Bf16Folded>(a); break;
+  }
+#endif
+}
+}  // namespace
+
+MOE_MXFP4_VARIANT(V20_NAME, gpu, V20_DESC,
+                  "hidden_states,gate_up_weight_shuffled,down_weight_shuffled,gate_up_weight_scale,down_weight_scale,"
+                  "topk_weights,topk_ids",
+                  0);
