@@ -6,8 +6,8 @@
 // chain (moe_rows8b.h) only where it was measured to win (d_expert 256, the E 257 benchmark shapes); other
 // 8-row shapes with v16's persistent-down rule (e.g. the d_expert 1024 test shape) take v16's chain.
 // Everything else is v19's (= v16's) code. Bit-identical to v16 / v19 (the real columns' products, k order
-// and sums are unchanged; skipped columns are padding). V20_F16 1 puts the 32-row tiles on v18's f16
-// operands (moe_wide_f16n.h; measured slower). Builds without mma.sync (AMD) run v11's dispatch.
+// and sums are unchanged; skipped columns are padding). The same column groups on f16
+// operands (measured slower) are in commit f5e16ae (moe_wide_f16n.h). Builds without mma.sync (AMD) run v11's dispatch.
 #include "problems/common/moe_rows8b.h"
 #include "problems/common/moe_wgmma_rows.h"
 #include "problems/common/moe_wide16n.h"
@@ -23,12 +23,6 @@
 #endif
 #ifndef V20_DEP
 #define V20_DEP 5
-#endif
-#ifndef V20_F16
-#define V20_F16 0
-#endif
-#if V20_F16
-#include "problems/common/moe_wide_f16n.h"
 #endif
 #ifndef V20_G1
 #define V20_G1 4, 2, 4, 8, 2  // v13's 32-row gate_up
@@ -56,10 +50,6 @@ using FG1 = moe_wg8::F16Cfg<8, 4>;             // v15's 8-row gate_up
 using WG2 = moe_wg8::Cfg<4, 4, 3, 1, 3>;       // v15's 8-row down
 using W32G1 = moe_wide16::Cfg<V20_G1>;  // 32-row kernels (full tile: 4 column groups)
 using W32G2 = moe_wide16::Cfg<V20_G2>;
-#if V20_F16
-using F32G1 = moe_widef16::Cfg<V20_G1>;  // the same shapes on v18's f16 operands
-using F32G2 = moe_widef16::Cfg<V20_G2>;
-#endif
 using R64G1 = moe_wgrows::Cfg<8, 2, 64, 8, 3, 1, 4, 2, true>;   // v14's 64-row gate_up
 using R64G2 = moe_wgrows::Cfg<8, 2, 64, 8, 3, 1, 4, 2, true>;   // v14's down, K > 512
 using R64G2S = moe_wgrows::Cfg<8, 2, 64, 4, 4, 1, 4, 2, true>;  // v14's down, K <= 512
@@ -90,11 +80,7 @@ void launch(const MoeArgs& a) {
         moe_rows8::launch8<FG1, 4, WG2, 5, -1>(a);  // v16's chain (its own persistent-down rule)
       break;
     case 32:
-#if V20_F16
-      moe_widef16n::launch<32, F32G1, F32G2, V20_NG1, V20_STEP3, V20_REV, V20_DEP>(a);
-#else
       moe_wide16n::launch<32, W32G1, W32G2, V20_NG1, V20_STEP3, V20_REV, V20_DEP>(a);
-#endif
       break;
     default:
       if (a.cfg.d_expert <= 512) moe_wgrows::launch<64, R64G1, R64G2S>(a);
