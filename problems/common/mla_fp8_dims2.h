@@ -12,11 +12,15 @@
 //  - the softmax denominator summed in fp32 by the reducing lanes (no all-ones mma in P V), reduced
 //    over the block once per item;
 //  - exp2 as ex2.approx.ftz (no denormal range fix-up), e4m3 pairs converted from the 16-bit halves of
-//    a word (mov.b32 unpack: no shifts).
+//    a word (mov.b32 unpack: no shifts);
+//  - Q K^T over the four m tiles interleaved (k step outermost: 8 independent accumulator chains a warp);
+//  - the 64 MOVM a warp and tile (the V^T fragments) taken out of the Q K^T phase, which they bound
+//    through the MIO pipe: with MV 3 half run after the reduction's shared loads, half in P V (kernel);
+//  - the O staging XOR-swizzled; S ring stages (v18: 3; v15's kernel: 5).
 // Numerics as v15 except the denominator: the sum of the fp32 P values instead of their f16 roundings.
+// Measured and dropped (docs/perf-mla-tile.md; code in commit be5586a): an in-kernel merge of the splits,
+// a Q prefetch for the next item, a pairwise reduction, the combine as a dependent launch, pairs of m tiles.
 #pragma once
-#include <cstring>
-
 #include "problems/common/mla_fp8_dims.h"
 
 namespace mla_dims2 {
@@ -30,7 +34,7 @@ using mla_dims::kT;
 template <int S>
 struct Smem {
   static constexpr size_t stage = size_t(kT) * kDimQK;
-  static constexpr size_t sp = size_t(S) * stage;                   // [8 dw][4 mt][2 nt][32 lanes] float4; end: O [16][512] float
+  static constexpr size_t sp = size_t(S) * stage;                   // [8 dw][4 mt][2 nt][lanes] float4; end: O [16][512] float
   static constexpr size_t p = sp + size_t(kDW) * kT * kHeads * 4;   // P^T [64 tokens][16 heads] f16
   static constexpr size_t tmax = p + size_t(kT) * kHeads * 2;      // [16 heads][4 m tiles] float
   static constexpr size_t lpart = tmax + size_t(kHeads) * 4 * 4;   // [4 m tiles][16 heads] float
@@ -108,7 +112,7 @@ struct SoftState {
 };
 
 // One 64-token tile (stage st, valid tokens, global tile counter j; its copy has landed).
-template <int S, int IL, bool TREE, int MV, class AfterA>
+template <int S, int MV, class AfterA>
 __device__ __forceinline__ void dims_tile2(unsigned char* smem, const Lane& ln, const unsigned char* st, int valid,
                                            uint32_t j, const mla_dims::QFrags& q, float logit_scale, SoftState& ss,
                                            mma::FragC (&o)[4][2], AfterA&& after_a) {
@@ -123,6 +127,7 @@ __device__ __forceinline__ void dims_tile2(unsigned char* smem, const Lane& ln, 
   const auto& qb = q.qb;
   const auto& qr2 = q.qr2;
 
+  constexpr int IL = 4;
   uint32_t vt[4][4][4];
   {
     mma::FragA ropeA[2];  // the warp's rope A fragments (m tile mr), k steps 0, 1
@@ -139,103 +144,64 @@ __device__ __forceinline__ void dims_tile2(unsigned char* smem, const Lane& ln, 
         ropeA[s].row[1].y = e4m3_hi(wh[s]);
       }
     }
-    if constexpr (IL <= 1) {
+    // The four m tiles interleaved (k step outermost): 8 independent accumulator chains instead of 2,
+    // all K loads issued first.
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int mt = (i + mr) & 3;
-        const unsigned char* rowg = st + (16 * mt + g) * kDimQK + 64 * dw + 16 * t;
-        const uint4 kg = *reinterpret_cast<const uint4*>(rowg);
-        const uint4 kh = *reinterpret_cast<const uint4*>(rowg + 8 * kDimQK);
-        const uint32_t wg[4] = {kg.x, kg.y, kg.z, kg.w}, wh[4] = {kh.x, kh.y, kh.z, kh.w};
-        mma::FragC c[2];
-        c[0] = mma::FragC{{0.f, 0.f, 0.f, 0.f}};
-        c[1] = mma::FragC{{0.f, 0.f, 0.f, 0.f}};
-        if (i == 0) {  // compile-time after unrolling: the rope of m tile mr
+    for (int i0 = 0; i0 < 4; i0 += IL) {
+      uint4 kg[IL], kh[IL];
 #pragma unroll
-          for (int s = 0; s < 2; ++s) {
-            mma::mma<mma::Elem::f16>(c[0], ropeA[s], make_uint2(qr2[0][s][0], qr2[0][s][1]));
-            mma::mma<mma::Elem::f16>(c[1], ropeA[s], make_uint2(qr2[1][s][0], qr2[1][s][1]));
+      for (int ii = 0; ii < IL; ++ii) {
+        const unsigned char* rowg = st + (16 * ((i0 + ii + mr) & 3) + g) * kDimQK + 64 * dw + 16 * t;
+        kg[ii] = *reinterpret_cast<const uint4*>(rowg);
+        kh[ii] = *reinterpret_cast<const uint4*>(rowg + 8 * kDimQK);
+      }
+      mma::FragC c[IL][2];
+#pragma unroll
+      for (int ii = 0; ii < IL; ++ii) {
+        c[ii][0] = mma::FragC{{0.f, 0.f, 0.f, 0.f}};
+        c[ii][1] = mma::FragC{{0.f, 0.f, 0.f, 0.f}};
+      }
+      if (i0 == 0) {  // the rope of m tile mr (i = 0)
+#pragma unroll
+        for (int s = 0; s < 2; ++s) {
+          mma::mma<mma::Elem::f16>(c[0][0], ropeA[s], make_uint2(qr2[0][s][0], qr2[0][s][1]));
+          mma::mma<mma::Elem::f16>(c[0][1], ropeA[s], make_uint2(qr2[1][s][0], qr2[1][s][1]));
+        }
+      }
+#pragma unroll
+      for (int p = 0; p < 4; ++p) {
+#pragma unroll
+        for (int ii = 0; ii < IL; ++ii) {
+          const int i = i0 + ii;
+          const uint32_t wg = p == 0 ? kg[ii].x : p == 1 ? kg[ii].y : p == 2 ? kg[ii].z : kg[ii].w;
+          const uint32_t wh = p == 0 ? kh[ii].x : p == 1 ? kh[ii].y : p == 2 ? kh[ii].z : kh[ii].w;
+          mma::FragA k;
+          k.row[0].x = e4m3_lo(wg);
+          k.row[1].x = e4m3_lo(wh);
+          k.row[0].y = e4m3_hi(wg);
+          k.row[1].y = e4m3_hi(wh);
+          mma::mma<mma::Elem::f16>(c[ii][0], k, make_uint2(qb[0][p][0], qb[0][p][1]));
+          mma::mma<mma::Elem::f16>(c[ii][1], k, make_uint2(qb[1][p][0], qb[1][p][1]));
+          if constexpr (MV == 0) {
+            vt[i][p][0] = movm_t(k.row[0].x);
+            vt[i][p][1] = movm_t(k.row[0].y);
+            vt[i][p][2] = movm_t(k.row[1].x);
+            vt[i][p][3] = movm_t(k.row[1].y);
+          } else {  // transposed later (see MV in the kernel's comment)
+            vt[i][p][0] = k.row[0].x;
+            vt[i][p][1] = k.row[0].y;
+            vt[i][p][2] = k.row[1].x;
+            vt[i][p][3] = k.row[1].y;
           }
         }
+      }
 #pragma unroll
-        for (int p = 0; p < 4; ++p) {
-          mma::FragA k;
-          k.row[0].x = e4m3_lo(wg[p]);  // token g, k 2t..
-          k.row[1].x = e4m3_lo(wh[p]);  // token g + 8
-          k.row[0].y = e4m3_hi(wg[p]);  // token g, k 2t + 8..
-          k.row[1].y = e4m3_hi(wh[p]);
-          mma::mma<mma::Elem::f16>(c[0], k, make_uint2(qb[0][p][0], qb[0][p][1]));
-          mma::mma<mma::Elem::f16>(c[1], k, make_uint2(qb[1][p][0], qb[1][p][1]));
-          vt[i][p][0] = movm_t(k.row[0].x);
-          vt[i][p][1] = movm_t(k.row[0].y);
-          vt[i][p][2] = movm_t(k.row[1].x);
-          vt[i][p][3] = movm_t(k.row[1].y);
-        }
-        // Partial logits of m tile mt: the accumulators as they are, [dw][mt][nt][lane].
+      for (int ii = 0; ii < IL; ++ii) {
+        const int mt = (i0 + ii + mr) & 3;
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt)
-          sp[((dw * 4 + mt) * 2 + nt) * 32 + lane] = make_float4(c[nt].v[0], c[nt].v[1], c[nt].v[2], c[nt].v[3]);
-      }
-    } else {
-      // IL (2 or 4): groups of IL m tiles interleaved (k step outermost): 2 IL independent accumulator
-      // chains instead of 2, the group's K loads issued first.
-#pragma unroll
-      for (int i0 = 0; i0 < 4; i0 += IL) {
-        uint4 kg[IL], kh[IL];
-#pragma unroll
-        for (int ii = 0; ii < IL; ++ii) {
-          const unsigned char* rowg = st + (16 * ((i0 + ii + mr) & 3) + g) * kDimQK + 64 * dw + 16 * t;
-          kg[ii] = *reinterpret_cast<const uint4*>(rowg);
-          kh[ii] = *reinterpret_cast<const uint4*>(rowg + 8 * kDimQK);
-        }
-        mma::FragC c[IL][2];
-#pragma unroll
-        for (int ii = 0; ii < IL; ++ii) {
-          c[ii][0] = mma::FragC{{0.f, 0.f, 0.f, 0.f}};
-          c[ii][1] = mma::FragC{{0.f, 0.f, 0.f, 0.f}};
-        }
-        if (i0 == 0) {  // the rope of m tile mr (i = 0)
-#pragma unroll
-          for (int s = 0; s < 2; ++s) {
-            mma::mma<mma::Elem::f16>(c[0][0], ropeA[s], make_uint2(qr2[0][s][0], qr2[0][s][1]));
-            mma::mma<mma::Elem::f16>(c[0][1], ropeA[s], make_uint2(qr2[1][s][0], qr2[1][s][1]));
-          }
-        }
-#pragma unroll
-        for (int p = 0; p < 4; ++p) {
-#pragma unroll
-          for (int ii = 0; ii < IL; ++ii) {
-            const int i = i0 + ii;
-            const uint32_t wg = p == 0 ? kg[ii].x : p == 1 ? kg[ii].y : p == 2 ? kg[ii].z : kg[ii].w;
-            const uint32_t wh = p == 0 ? kh[ii].x : p == 1 ? kh[ii].y : p == 2 ? kh[ii].z : kh[ii].w;
-            mma::FragA k;
-            k.row[0].x = e4m3_lo(wg);
-            k.row[1].x = e4m3_lo(wh);
-            k.row[0].y = e4m3_hi(wg);
-            k.row[1].y = e4m3_hi(wh);
-            mma::mma<mma::Elem::f16>(c[ii][0], k, make_uint2(qb[0][p][0], qb[0][p][1]));
-            mma::mma<mma::Elem::f16>(c[ii][1], k, make_uint2(qb[1][p][0], qb[1][p][1]));
-            if constexpr (MV == 0) {
-              vt[i][p][0] = movm_t(k.row[0].x);
-              vt[i][p][1] = movm_t(k.row[0].y);
-              vt[i][p][2] = movm_t(k.row[1].x);
-              vt[i][p][3] = movm_t(k.row[1].y);
-            } else {  // transposed later (see MV in the kernel's comment)
-              vt[i][p][0] = k.row[0].x;
-              vt[i][p][1] = k.row[0].y;
-              vt[i][p][2] = k.row[1].x;
-              vt[i][p][3] = k.row[1].y;
-            }
-          }
-        }
-#pragma unroll
-        for (int ii = 0; ii < IL; ++ii) {
-          const int mt = (i0 + ii + mr) & 3;
-#pragma unroll
-          for (int nt = 0; nt < 2; ++nt)
-            sp[((dw * 4 + mt) * 2 + nt) * 32 + lane] =
-                make_float4(c[ii][nt].v[0], c[ii][nt].v[1], c[ii][nt].v[2], c[ii][nt].v[3]);
-        }
+          sp[((dw * 4 + mt) * 2 + nt) * WS + lane] =
+              make_float4(c[ii][nt].v[0], c[ii][nt].v[1], c[ii][nt].v[2], c[ii][nt].v[3]);
       }
     }
   }
@@ -257,7 +223,7 @@ __device__ __forceinline__ void dims_tile2(unsigned char* smem, const Lane& ln, 
     if constexpr (MV == 1 || MV == 3) {  // the partials' loads first, then MOVMs while they land
       float4 v[kDW];
 #pragma unroll
-      for (int d = 0; d < kDW; ++d) v[d] = sp[((d * 4 + mr) * 2 + rnt) * 32 + lane];
+      for (int d = 0; d < kDW; ++d) v[d] = sp[((d * 4 + mr) * 2 + rnt) * WS + lane];
 #pragma unroll
       for (int i = 0; i < (MV == 1 ? 4 : 2); ++i) transpose(i);
       acc = v[0];
@@ -268,17 +234,11 @@ __device__ __forceinline__ void dims_tile2(unsigned char* smem, const Lane& ln, 
         acc.z += v[d].z;
         acc.w += v[d].w;
       }
-    } else if constexpr (TREE) {  // pairwise: a chain of 3 adds after the last load instead of 7
-      float4 v[kDW];
-#pragma unroll
-      for (int d = 0; d < kDW; ++d) v[d] = sp[((d * 4 + mr) * 2 + rnt) * 32 + lane];
-      auto add = [](float4 x, float4 y) { return make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w); };
-      acc = add(add(add(v[0], v[1]), add(v[2], v[3])), add(add(v[4], v[5]), add(v[6], v[7])));
     } else {
-      acc = sp[((0 * 4 + mr) * 2 + rnt) * 32 + lane];
+      acc = sp[((0 * 4 + mr) * 2 + rnt) * WS + lane];
 #pragma unroll
       for (int d = 1; d < kDW; ++d) {
-        const float4 v = sp[((d * 4 + mr) * 2 + rnt) * 32 + lane];
+        const float4 v = sp[((d * 4 + mr) * 2 + rnt) * WS + lane];
         acc.x += v.x;
         acc.y += v.y;
         acc.z += v.z;
@@ -375,22 +335,13 @@ __device__ __forceinline__ void dims_tile2(unsigned char* smem, const Lane& ln, 
 #endif  // HARNESS_GPU && MLA_DIMS_SM90
 
 #if defined(HARNESS_GPU)
-constexpr int kMaxBatch = 1 << 16;
-#if !defined(__HIP_PLATFORM_AMD__)
-// MERGE: one counter a batch (zero at module load, put back to zero by the batch's last block).
-static __device__ unsigned int g_mla_dims2_counters[kMaxBatch];
-#endif
-
-// v15's persistent kernel (mla_dims::mla_fp8_dims_kernel<S, true, kOptFlag | kOptRope>) on dims_tile2.
-// MERGE: the splits of a batch are merged by the block that finishes the batch's last split (counter
-// after a release fence; its loads bypass L1), so no combine kernel is launched. PFQ: at the start of an
-// item the block prefetches the next item's Q rows into L2. SWZ: the O staging's 16-byte chunks XOR-swizzled by
-// (head / 2) % 4 (2-way instead of 8-way bank conflicts on the stores). PDL: the combine kernel is a
-// programmatic dependent launch; this kernel lets it be scheduled at once (it waits for this grid).
-// MV (IL > 1 only): where the 64 MOVM a warp and tile run (they load the MIO pipe, which the Q K^T phase
-// saturates): 0 in Q K^T, 1 after the reduction's loads (overlapping the reduction / softmax chain),
-// 2 in P V before each m tile's mma, 3 half each in the reduction and in P V.
-template <int S, bool MERGE, bool PFQ, int IL, bool TREE, bool SWZ, bool PDL, int MV>
+// v15's persistent kernel (mla_dims::mla_fp8_dims_kernel<S, true, kOptFlag | kOptRope>) on dims_tile2, with
+// the O staging's 16-byte chunks XOR-swizzled by (head / 2) % 4 (2-way instead of 8-way bank conflicts on
+// the stores). MV: where the 64 MOVM a warp and tile run (the Q K^T phase saturates the MIO pipe with them,
+// the K loads and the partial-logit stores): 0 in Q K^T, 1 after the reduction's loads (overlapping the
+// reduction / softmax chain), 2 in P V before each m tile's mma, 3 half each in the reduction (m tiles
+// i = 0, 1) and in P V (i = 2, 3).
+template <int S, int MV>
 __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     mla_fp8_dims2_kernel(MlaDecodeArgs a, int tokens_per_split, int splits, Partials part) {
 #if defined(MLA_DIMS_SM90)
@@ -424,7 +375,6 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     const int n = left <= 0 ? 0 : int(left < tokens_per_split ? left : tokens_per_split);
     return Span{t0, n, (n + kT - 1) / kT, b, split};
   };
-  if constexpr (PDL) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   const int first_item = int(blockIdx.x);
   const int item_step = int(gridDim.x);
   const int n_items = a.cfg.batch_size * splits;
@@ -472,12 +422,6 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
 
   for (int item = first_item; item < n_items; item += item_step) {
     const Span w = span(item);
-    if constexpr (PFQ) {
-      const int nb = (item + item_step) / splits;  // the next item's batch
-      constexpr int kLines = kHeads * kDimQK * 2 / 128;
-      if (item + item_step < n_items && nb != w.b && tid < kLines)
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const unsigned char*>(a.q + int64_t(nb) * kHeads * kDimQK) + 128 * tid));
-    }
     // Q^T fragments of the warp's dims (as v15): k step p of n tile nt: b0 = dims 64 dw + 16 t + 4 p +
     // {0, 1}, b1 = + {2, 3} of head 8 nt + g; rope k step s: 512 + 32 (dw & 1) + 8 t + 4 s + {0, 1}, {2, 3}.
     mla_dims::QFrags q;
@@ -515,7 +459,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
       const unsigned char* st = smem + stage * L::stage;
       const int valid = min(kT, w.n_tokens - tile * kT);
       mbar_wait(bar0 + 8 * stage, phase);
-      dims_tile2<S, IL, TREE, MV>(smem, ln, st, valid, j, q, logit_scale, ss, o, [&] {
+      dims_tile2<S, MV>(smem, ln, st, valid, j, q, logit_scale, ss, o, [&] {
         if (tid == 0) issue_next();
       });
       if (++stage == S) {
@@ -547,10 +491,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
         for (int i = 0; i < 4; ++i) {
           const int dim = 64 * dw + 16 * (g >> 1) + 4 * p + (g & 1) + 2 * (i >> 1);
           const int head = 8 * nt + 2 * t + (i & 1);
-          if constexpr (SWZ)
-            o_sm[head * kDimV + 4 * ((dim >> 2) ^ t) + (dim & 3)] = o[p][nt].v[i];  // (head / 2) % 4 = t
-          else
-            o_sm[head * kDimV + dim] = o[p][nt].v[i];
+          o_sm[head * kDimV + 4 * ((dim >> 2) ^ t) + (dim & 3)] = o[p][nt].v[i];  // (head / 2) % 4 = t
         }
     __syncthreads();
     if (tid < kHeads) l_sm[tid] = lpart_sm[tid] + lpart_sm[kHeads + tid] + lpart_sm[2 * kHeads + tid] + lpart_sm[3 * kHeads + tid];
@@ -559,7 +500,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
       const int h = c / (kDimV / 4), dim = 4 * (c % (kDimV / 4));
       const float l = l_sm[h];
       const float f = l > 0.f ? kv_scale / l : 0.f;
-      const float4 v = *reinterpret_cast<const float4*>(o_sm + h * kDimV + (SWZ ? 4 * ((dim >> 2) ^ ((h >> 1) & 3)) : dim));
+      const float4 v = *reinterpret_cast<const float4*>(o_sm + h * kDimV + 4 * ((dim >> 2) ^ ((h >> 1) & 3)));
       if (splits == 1) {
         *reinterpret_cast<uint2*>(a.out + (int64_t(w.b) * kHeads + h) * kDimV + dim) =
             make_uint2(pack16(f32_to_bf16_bits(v.x * f), f32_to_bf16_bits(v.y * f)),
@@ -572,56 +513,6 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     if (splits > 1 && tid < kHeads)
       part.lse[(size_t(w.b) * splits + w.split) * kHeads + tid] =
           l_sm[tid] > 0.f ? m_sm[tid] + log2f(l_sm[tid]) : -INFINITY;
-    if constexpr (MERGE) {
-      if (splits > 1) {
-        int* last_sm = flag_sm + 1;
-        asm volatile("fence.acq_rel.gpu;" ::: "memory");  // release this split's partials
-        __syncthreads();
-        if (tid == 0) {
-          unsigned int* ctr = g_mla_dims2_counters + w.b;
-          const unsigned int prev = atomicAdd(ctr, 1u);
-          const bool last = prev == unsigned(splits - 1);
-          if (last) atomicExch(ctr, 0u);
-          *last_sm = last ? 1 : 0;
-        }
-        __syncthreads();
-        if (*last_sm) {  // block-uniform: merge the batch's splits (as combine_splits_wide_kernel)
-          asm volatile("fence.acq_rel.gpu;" ::: "memory");
-          float* wgt = reinterpret_cast<float*>(smem + L::sp);  // [16 heads][splits], then 1 / total [16]
-          if (tid < kHeads) {
-            const float* lse = part.lse + size_t(w.b) * splits * kHeads + tid;
-            float mx = -INFINITY;
-            for (int s2 = 0; s2 < splits; ++s2) mx = fmaxf(mx, __ldcg(lse + size_t(s2) * kHeads));
-            float total = 0.f;
-            for (int s2 = 0; s2 < splits; ++s2) {
-              const float l = __ldcg(lse + size_t(s2) * kHeads);
-              const float wt = l == -INFINITY ? 0.f : exp2f(l - mx);
-              wgt[tid * splits + s2] = wt;
-              total += wt;
-            }
-            wgt[kHeads * splits + tid] = 1.f / total;
-          }
-          __syncthreads();
-          for (int c = tid; c < kHeads * kDimV / 4; c += kThreads) {
-            const int h = c / (kDimV / 4), dim = 4 * (c % (kDimV / 4));
-            float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 4
-            for (int s2 = 0; s2 < splits; ++s2) {
-              const float wt = wgt[h * splits + s2];
-              const float4 v = __ldcg(reinterpret_cast<const float4*>(part.o + ((size_t(w.b) * splits + s2) * kHeads + h) * kDimV + dim));
-              acc.x += wt * v.x;
-              acc.y += wt * v.y;
-              acc.z += wt * v.z;
-              acc.w += wt * v.w;
-            }
-            const float inv = wgt[kHeads * splits + h];
-            *reinterpret_cast<uint2*>(a.out + (int64_t(w.b) * kHeads + h) * kDimV + dim) =
-                make_uint2(pack16(f32_to_bf16_bits(acc.x * inv), f32_to_bf16_bits(acc.y * inv)),
-                           pack16(f32_to_bf16_bits(acc.z * inv), f32_to_bf16_bits(acc.w * inv)));
-          }
-        }
-      }
-    }
     __syncthreads();  // the next item reuses the O staging and the statistics
   }
 #else
@@ -631,37 +522,8 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
 }
 
 #if !defined(__HIP_PLATFORM_AMD__)
-// mla_dims::combine_splits_wide_kernel's body after the dependent-launch wait (PDL).
-static __global__ void combine_splits_dep_kernel(Partials p, int splits, uint16_t* out) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-  const int bh = blockIdx.x, b = bh / kHeads, h = bh % kHeads;
-  const int c = 4 * int(threadIdx.x);
-  const float* lse = p.lse + size_t(b) * splits * kHeads + h;
-  float mx = -INFINITY;
-  for (int s = 0; s < splits; ++s) mx = fmaxf(mx, lse[size_t(s) * kHeads]);
-  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-  float total = 0.f;
-#pragma unroll 4
-  for (int s = 0; s < splits; ++s) {
-    const float l = lse[size_t(s) * kHeads];
-    const float w = l == -INFINITY ? 0.f : exp2f(l - mx);
-    const float4 v = *reinterpret_cast<const float4*>(p.o + ((size_t(b) * splits + s) * kHeads + h) * kDimV + c);
-    total += w;
-    acc.x += w * v.x;
-    acc.y += w * v.y;
-    acc.z += w * v.z;
-    acc.w += w * v.w;
-  }
-  const float inv = 1.f / total;
-  *reinterpret_cast<uint2*>(out + size_t(bh) * kDimV + c) =
-      make_uint2(pack16(f32_to_bf16_bits(acc.x * inv), f32_to_bf16_bits(acc.y * inv)),
-                 pack16(f32_to_bf16_bits(acc.z * inv), f32_to_bf16_bits(acc.w * inv)));
-}
-
 // v15's split plan, workspace and launch (min(items, SMs) persistent blocks, then the one-pass combine).
-template <int S, bool MERGE, bool PFQ, int IL, bool TREE, bool SWZ = false, bool PDL = false, int MV = 0>
+template <int S, int MV>
 struct Dims2 {
   static SplitPlan plan(const MlaDecodeConfig& c) {
     return plan_splits(c.batch_size, c.kv_seq_len, current_device_shape().compute_units, 1, kT, 128);
@@ -674,7 +536,7 @@ struct Dims2 {
     if (a.workspace_size < partials_bytes(a.cfg.batch_size, pl.splits))
       throw std::runtime_error(std::string(name) + ": workspace too small");
     static const bool attr_set = [] {
-      harness_check(hipFuncSetAttribute(reinterpret_cast<const void*>(mla_fp8_dims2_kernel<S, MERGE, PFQ, IL, TREE, SWZ, PDL, MV>),
+      harness_check(hipFuncSetAttribute(reinterpret_cast<const void*>(mla_fp8_dims2_kernel<S, MV>),
                                         hipFuncAttributeMaxDynamicSharedMemorySize, int(L::total)),
                     "hipFuncSetAttribute(mla_fp8_dims2_kernel)");
       return true;
@@ -684,29 +546,10 @@ struct Dims2 {
     const int threads = kDW * current_device_shape().warp_size;
     const int items = a.cfg.batch_size * pl.splits;
     const dim3 grid(unsigned(std::min<int64_t>(items, current_device_shape().compute_units)));
-    if (MERGE && a.cfg.batch_size > kMaxBatch) throw std::runtime_error(std::string(name) + ": batch too large");
-    mla_fp8_dims2_kernel<S, MERGE, PFQ, IL, TREE, SWZ, PDL, MV><<<grid, threads, L::total>>>(a, pl.tokens_per_split, pl.splits, part);
+    mla_fp8_dims2_kernel<S, MV><<<grid, threads, L::total>>>(a, pl.tokens_per_split, pl.splits, part);
     harness_check_launch(name);
-    if (!MERGE && pl.splits > 1) {
-      if constexpr (PDL) {
-        // cudaLaunchKernelEx with attribute 6 (programmatic dependent launch; moe_rows8.h says why the
-        // enumerator is not named).
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(unsigned(a.cfg.batch_size * kHeads));
-        cfg.blockDim = dim3(kDimV / 4);
-        cfg.dynamicSmemBytes = 0;
-        cudaLaunchAttribute attr[1];
-        std::memset(attr, 0, sizeof(attr));
-        attr[0].id = static_cast<cudaLaunchAttributeID>(6);
-        const int one = 1;
-        std::memcpy(&attr[0].val, &one, sizeof(one));
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-        harness_check(cudaLaunchKernelEx(&cfg, combine_splits_dep_kernel, part, pl.splits, a.out),
-                      "cudaLaunchKernelEx(combine_splits_dep_kernel)");
-      } else {
-        mla_dims::combine_splits_wide_kernel<<<a.cfg.batch_size * kHeads, kDimV / 4>>>(part, pl.splits, a.out);
-      }
+    if (pl.splits > 1) {
+      mla_dims::combine_splits_wide_kernel<<<a.cfg.batch_size * kHeads, kDimV / 4>>>(part, pl.splits, a.out);
       harness_check_launch("mla combine_splits_wide_kernel");
     }
   }

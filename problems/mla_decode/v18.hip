@@ -1,8 +1,10 @@
-// v18: v16 with a cheaper dims tile on the shapes above batch * kv_len = 65536 tokens (bs 32 / kv 8192,
+// v18: v16 with a leaner dims tile on the shapes above batch * kv_len = 65536 tokens (bs 32 / kv 8192,
 // bs 64 / kv 8192, bs 256 / kv 1024 and 8192): problems/common/mla_fp8_dims2.h (v15's persistent
 // kernel; the tile without the predicated rope / denominator mma, the partial-logit packing moves,
 // the shifts before the e4m3 conversions and the exp2 range fix-ups; P^T through ldmatrix.trans; the
-// denominator summed in fp32 by the reducing lanes). Smaller shapes: v16's dims-cluster path, unchanged.
+// denominator summed in fp32 by the reducing lanes; Q K^T over the four m tiles interleaved; the MOVMs
+// half after the reduction's loads, half in P V; 3-stage ring; swizzled O staging). Configuration as
+// measured in docs/perf-mla-tile.md (call 4's "v18m3"). Smaller shapes: v16's dims-cluster path, unchanged.
 // AMD builds run v6's kernel, as v8, v11-v16 do.
 #include "problems/common/mla_fp8_tile.h"
 #include "problems/common/mla_fp8_dims_cluster.h"
@@ -20,15 +22,12 @@ void launch(const MlaDecodeArgs& a) { mma_launch<Fallback>(a, "mla_mma_kernel<fp
 // v16's cluster path and its merge cost (docs/perf.md, section "mla_decode v16").
 constexpr mla_cluster::MergeCost kMergeCost{48, 8};
 
-// SMALL: batch * kv_len up to which v16's dims-cluster path runs; S ring stages; MERGE: in-kernel merge
-// of the splits (no combine kernel); PFQ: the next item's Q prefetched into L2; IL: Q K^T with groups of
-// IL m tiles interleaved (1: one after another); TREE: pairwise partial-logit reduction; SWZ: swizzled O
-// staging; PDL: the combine kernel as a programmatic dependent launch; MV: where the MOVMs run
-// (mla_fp8_dims2.h).
-template <int64_t SMALL, int S, bool MERGE, bool PFQ, int IL, bool TREE, bool SWZ, bool PDL, int MV = 0>
+// SMALL: batch * kv_len up to which v16's dims-cluster path runs; S ring stages; MV: where the MOVMs run
+// (problems/common/mla_fp8_dims2.h).
+template <int64_t SMALL, int S, int MV>
 struct V18 {
   using F = mla_dims_cluster::Family<2, true>;  // v16's configuration
-  using D = mla_dims2::Dims2<S, MERGE, PFQ, IL, TREE, SWZ, PDL, MV>;
+  using D = mla_dims2::Dims2<S, MV>;
   static mla_dims_cluster::Pick pick(const MlaDecodeConfig& c) {
     if (int64_t(c.batch_size) * c.kv_seq_len > SMALL) return {};
     return F::pick(c, kMergeCost);
@@ -45,9 +44,8 @@ struct V18 {
       D::launch(a, "mla_fp8_dims2_kernel");
   }
 };
-template <int S = 3, int MV = 3, bool PDL = false>
-using Cand = V18<65536, S, false, false, 4, false, true, PDL, MV>;
-using Final = Cand<>;
+// Measured as "v18m3" in call 4 (docs/perf-mla-tile.md).
+using Final = V18<65536, 3, 3>;
 size_t workspace_bytes(const MlaDecodeConfig& c) { return Final::workspace_bytes(c); }
 void launch(const MlaDecodeArgs& a) { Final::launch(a); }
 #endif
@@ -67,11 +65,11 @@ MLA_DECODE_VARIANT("v18", gpu,
   void launch(const MlaDecodeArgs& a) { C::launch(a); }                                          \
   MLA_DECODE_VARIANT(NAME, gpu, DESC, "q,kv_fp8,kv_fp8_scale,kv_indptr", 0);                     \
   }
-using V18All = V18<0, 3, false, false, 4, false, true, false>;
-using V18M0 = Cand<3, 0>;
-using V18R2 = Cand<2, 0>;
-using V18M1 = Cand<3, 1>;
-using V18M2 = Cand<3, 2>;
+using V18All = V18<0, 3, 0>;
+using V18M0 = V18<65536, 3, 0>;
+using V18R2 = V18<65536, 2, 0>;
+using V18M1 = V18<65536, 3, 1>;
+using V18M2 = V18<65536, 3, 2>;
 MLA_V18_VARIANT(v18_all, "v18all", V18All, "test: v18m0's dims kernel on every shape")
 MLA_V18_VARIANT(v18_m0, "v18m0", V18M0, "measurement: v18 with the MOVMs in Q K^T (call 4's v18)")
 MLA_V18_VARIANT(v18_r2, "v18r2", V18R2, "measurement: v18m0 with a 2-stage ring")
