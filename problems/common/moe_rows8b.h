@@ -1,6 +1,6 @@
 // moe_rows8.h's 8-row chain (prologue, f16 gate_up, persistent wgmma down, combine; the same arithmetic, so
 // the output is v16's bit for bit) with the gate_up -> down edge overlapped per tile instead of per grid
-// (measured in docs/perf-moe-e257.md):
+// (measured in docs/perf.md, section "moe_mxfp4 v19"):
 //  - the prologue also zeroes a per-tile counter ready[tile] and a work-queue head, and writes each sorted
 //    row's routing weight next to the pair list;
 //  - gate_up (moe_wg8::gate_up_f16's body) runs on the grid (I / 32 slices, tiles), so a tile's slices are

@@ -4,7 +4,7 @@
 // Scale bytes outside the exact range of that decode (104..128) are detected and the item is computed
 // again by an exact fp32 path; arguments the fast kernel cannot take (unaligned MXFP4 tensors, a scale
 // row stride above 32, kv_len not a multiple of 64) run v15's fp8 paths instead. batch * kv <= 65536
-// tokens: v16's dims-cluster fp8 path, unchanged. Measured (docs/perf-mla-fp4.md): correct, but SLOWER than
+// tokens: v16's dims-cluster fp8 path, unchanged. Measured (docs/perf.md, section "mla_decode v17"): correct, but SLOWER than
 // v16 on the four large shapes (+10% to +17%: the MXFP4 decode costs more issue slots than the halved KV
 // bytes save, the dims tile being instruction/latency-bound on the H200). Test variants at the bottom
 // (slow, for test mode) force the exact fallback three ways.

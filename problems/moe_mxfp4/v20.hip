@@ -3,7 +3,8 @@
 // tile issues about half the MMAs and B loads per decoded weight word; the tiles taken in reverse route
 // order (the shared expert's full tiles first, the lightest last); gate_up and combine launched as
 // programmatic dependents. And v19's 8-row chain (moe_rows8b.h) only where it was measured to win
-// (d_expert 256, the E 257 benchmark shapes); other 8-row shapes with v16's persistent-down rule (e.g. the d_expert 1024 test shape) take v16's chain.
+// (d_expert 256, the E 257 benchmark shapes); other 8-row shapes with v16's persistent-down rule (e.g. the
+// d_expert 1024 test shape) take v16's chain.
 // Everything else is v19's (= v16's) code. Bit-identical to v16 / v19 (the real columns' products, k order
 // and sums are unchanged; skipped columns are padding). The same column groups on f16
 // operands (measured slower) are in commit f5e16ae (moe_wide_f16n.h). Builds without mma.sync (AMD) run v11's
