@@ -35,6 +35,7 @@ struct RunArgs {
   std::vector<std::string> variants;
   std::string mode = "test";
   std::string shapes = "all";
+  std::string shape_set;  // "": the mode's own
   uint64_t seed = 0;
   uint64_t secret_seed = 0;
   std::string json_path;
@@ -57,8 +58,19 @@ struct RunArgs {
 RunOptions to_run_options(const RunArgs& a, const Problem& p, Mode mode) {
   RunOptions o;
   o.mode = mode;
-  o.shape_indices = parse_shape_list(a.shapes, mode_shapes(p, mode).size(),
-                                     fmt::format("{} {} shapes", p.name(), mode == Mode::test ? "test" : "benchmark"));
+  if (!a.shape_set.empty()) {
+    try {
+      o.shape_set = shape_set_from_string(a.shape_set);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--shape-set: ") + e.what());
+    }
+    if (a.record && *o.shape_set != default_shape_set(mode))
+      throw UsageError("--record: a " + to_string(mode) + "-mode run over the " + a.shape_set +
+                       " shapes does not rank (drop --shape-set or --record)");
+  }
+  const std::vector<ShapeCase> shapes = run_shapes(p, o);
+  o.shape_indices = parse_shape_list(a.shapes, shapes.size(),
+                                     fmt::format("{} {} shapes", p.name(), to_string(run_shape_set(o))));
   if (a.seed_opt->count()) o.seed = a.seed;
   if (a.secret_opt->count() || a.secret_from_file) o.secret_seed = a.secret_seed;
   if (mode == Mode::profile && (a.hot || a.graph))
@@ -75,7 +87,7 @@ RunOptions to_run_options(const RunArgs& a, const Problem& p, Mode mode) {
       throw UsageError("--inputs: leaderboard mode draws fresh inputs before every timed call (use test or benchmark)");
     if (o.shape_indices.size() != 1)
       throw UsageError("--inputs holds the tensors of one shape: select it with --shapes N");
-    const std::string wrong = check_input_files(p, mode_shapes(p, mode).at(o.shape_indices[0]), a.inputs_dir);
+    const std::string wrong = check_input_files(p, shapes.at(o.shape_indices[0]), a.inputs_dir);
     if (!wrong.empty()) throw UsageError(wrong);
     o.inputs_dir = a.inputs_dir;
   }
@@ -124,6 +136,7 @@ std::vector<std::string> worker_argv(const RunArgs& a, const std::string& varian
                                      const std::string& secret_file) {
   std::vector<std::string> v = {self_executable(), "run", a.problem, "--variant", variant, "--mode", a.mode,
                                 "--shapes", a.shapes, "--device", std::to_string(a.device), "--worker", result};
+  if (!a.shape_set.empty()) v.insert(v.end(), {"--shape-set", a.shape_set});
   if (a.seed_opt->count()) v.insert(v.end(), {"--seed", std::to_string(a.seed)});
   if (!secret_file.empty()) v.insert(v.end(), {"--secret-seed-file", secret_file});
   if (a.flush_opt->count()) v.insert(v.end(), {"--flush-bytes", std::to_string(a.flush_bytes)});
@@ -213,6 +226,7 @@ int run_command(RunArgs& a) {
     } else {
       r = run_isolated(a, mode, *v);
     }
+    r.shape_set = run_shape_set(o);  // also for a worker that left no results
     print_run_table(r);
     std::fflush(stdout);
     results.push_back(std::move(r));
@@ -241,6 +255,9 @@ Command setup(CLI::App& root) {
                  "benchmark shape inside a profiler capture range: ncu --profile-from-start off, nsys "
                  "--capture-range=cudaProfilerApi)")->capture_default_str();
   app->add_option("--shapes", a->shapes, "all, or comma-separated shape indices")->capture_default_str();
+  app->add_option("--shape-set", a->shape_set,
+                  "test | benchmark: the shape list to draw from (default: the mode's own; e.g. --mode benchmark "
+                  "--shape-set test times the test shapes; such runs label shapes \"test/...\" and never rank)");
   a->seed_opt = app->add_option("--seed", a->seed, "Replace every shape's seed");
   a->secret_opt = app->add_option("--secret-seed", a->secret_seed, "Combine each shape seed with this (Cantor pairing)");
   app->add_option("--json", a->json_path, "Write results JSON here (atomically, after every variant)");

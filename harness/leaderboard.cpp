@@ -88,6 +88,7 @@ json to_json(const Entry& e) {
             {"bandwidth_bytes_per_s", e.bandwidth_bytes_per_s},
             {"passed", e.passed},   {"reason", e.reason},
             {"shapes", shapes}};
+  if (!e.shape_set.empty()) j["shape_set"] = e.shape_set;
   j["score_ns"] = e.score_ns ? json(*e.score_ns) : json(nullptr);
   return j;
 }
@@ -111,6 +112,7 @@ Entry entry_from_json(const json& j) {
     e.problem = j.at("problem").get<std::string>();
     e.variant = j.at("variant").get<std::string>();
     e.mode = get_or<std::string>(j, "mode", "");
+    e.shape_set = get_or<std::string>(j, "shape_set", "");
     e.commit = get_or<std::string>(j, "commit", "");
     e.date = get_or<std::string>(j, "date", "");
     e.harness_version = get_or<std::string>(j, "harness_version", "");
@@ -145,7 +147,7 @@ Entry entry_from_json(const json& j) {
 
 bool eligible_for_best(const Entry& e) {
   // Test mode times one call per shape: not a score to rank.
-  return e.passed && e.mode != "test" && e.score_ns && std::isfinite(*e.score_ns) && *e.score_ns > 0;
+  return e.passed && e.mode != "test" && e.shape_set != "test" && e.score_ns && std::isfinite(*e.score_ns) && *e.score_ns > 0;
 }
 
 // ---------------------------------------------------------------- results -> entry
@@ -212,6 +214,7 @@ Entry make_entry(const json& r, const json& header) {
   if (e.device.empty() || e.problem.empty() || e.variant.empty())
     throw LeaderboardError("results: device.name, problem and variant are required");
   e.mode = pick_string(r, {{"mode"}}, "benchmark");
+  e.shape_set = pick_string(r, {{"shape_set"}});
   e.commit = pick_string(r, {{"build", "git_commit"}, {"git_commit"}, {"commit"}},
                          pick_string(header, {{"build", "git_commit"}}));
   e.date = pick_string(r, {{"date"}}, pick_string(header, {{"date"}}, utc_now_iso8601()));

@@ -36,6 +36,7 @@ struct ShapeEntry {
 
 struct Entry {
   std::string device, problem, variant, mode;
+  std::string shape_set;           // "test" / "benchmark"; "" in files from before the field (the mode's own)
   std::string commit, date, harness_version;
   double flush_bytes = 0;
   double bandwidth_bytes_per_s = 0;
@@ -56,7 +57,8 @@ Entry make_entry(const nlohmann::json& run, const nlohmann::json& header = nlohm
 // A results document ({"runs": [...], "build": ...}) gives one entry per run; a bare run gives one.
 std::vector<Entry> entries_from_results(const nlohmann::json& doc);
 
-// An entry may become "best" only if it passed, has a score, and was timed (not test mode).
+// An entry may become "best" only if it passed, has a score, and was timed (not test mode) over the
+// benchmark shapes (not `--shape-set test`).
 bool eligible_for_best(const Entry& e);
 // Whether e takes the best slot from `best`: eligible, and over a superset of best's shapes (or as many
 // shapes when neither set contains the other) with, on the same shapes, a lower score.

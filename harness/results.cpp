@@ -30,6 +30,16 @@ Mode mode_from_string(const std::string& s) {
   throw std::invalid_argument("unknown mode '" + s + "' (valid: test, benchmark, leaderboard, profile)");
 }
 
+std::string to_string(ShapeSet s) { return s == ShapeSet::test ? "test" : "benchmark"; }
+
+ShapeSet shape_set_from_string(const std::string& s) {
+  if (s == "test") return ShapeSet::test;
+  if (s == "benchmark") return ShapeSet::benchmark;
+  throw std::invalid_argument("unknown shape set '" + s + "' (valid: test, benchmark)");
+}
+
+ShapeSet default_shape_set(Mode m) { return m == Mode::test ? ShapeSet::test : ShapeSet::benchmark; }
+
 std::string timing_method(const TimingOptions& t) {
   std::string deviations;
   auto add = [&](const char* what) { deviations += deviations.empty() ? what : std::string(", ") + what; };
@@ -238,6 +248,7 @@ json to_json(const RunResult& r) {
           {"problem", r.problem},
           {"variant", r.variant},
           {"mode", to_string(r.mode)},
+          {"shape_set", to_string(r.drawn_from())},
           {"timing",
            {{"flush", r.timing.flush},
             {"flush_bytes", r.timing.flush_bytes},
@@ -265,6 +276,8 @@ RunResult run_from_json(const json& j) {
   r.problem = j.at("problem").get<std::string>();
   r.variant = j.at("variant").get<std::string>();
   r.mode = mode_from_string(j.at("mode").get<std::string>());
+  if (j.contains("shape_set"))  // absent in files from before the field: the mode's own
+    r.shape_set = shape_set_from_string(j.at("shape_set").get<std::string>());
   const auto& t = j.at("timing");
   r.timing.flush = t.at("flush").get<bool>();
   r.timing.flush_bytes = t.at("flush_bytes").get<std::size_t>();

@@ -20,6 +20,14 @@ enum class Mode { test, benchmark, leaderboard, profile };
 std::string to_string(Mode m);
 Mode mode_from_string(const std::string& s);  // throws std::invalid_argument
 
+// Which of the problem's shape lists a run draws from. Each mode has its own (test shapes for test mode,
+// benchmark shapes otherwise); `--shape-set` picks the other one, e.g. to time the test shapes with the
+// benchmark method. Such runs label their shapes "<set>/<label>" and never rank on the leaderboard.
+enum class ShapeSet { test, benchmark };
+std::string to_string(ShapeSet s);
+ShapeSet shape_set_from_string(const std::string& s);  // throws std::invalid_argument
+ShapeSet default_shape_set(Mode m);
+
 struct TimingInfo {
   bool flush = true;
   std::size_t flush_bytes = 0;
@@ -37,7 +45,7 @@ struct SeedInfo {
 };
 
 struct ShapeResult {
-  int index = 0;  // position in the mode's shape list
+  int index = 0;  // position in the run's shape list (RunResult::shape_set)
   std::string label;
   std::vector<std::pair<std::string, int64_t>> params;
   uint64_t seed = 0;                      // inputs of the checked (warm-up / test) call
@@ -64,6 +72,7 @@ struct RunResult {
   DeviceInfo device;
   std::string problem, variant;
   Mode mode = Mode::test;
+  std::optional<ShapeSet> shape_set;  // unset: the mode's own (see drawn_from)
   TimingInfo timing;
   SeedInfo seeds;
   std::string check_reference;  // "float64 oracle" / "gpu reference variant 'reference'"
@@ -73,6 +82,7 @@ struct RunResult {
   std::string status = "ok";       // ok | failed
   std::string reason;              // why it failed (first failing shape, or the worker's fate)
 
+  ShapeSet drawn_from() const { return shape_set.value_or(default_shape_set(mode)); }
   // Sets score_ns, passed, status and reason from the shapes.
   void finalize();
 };

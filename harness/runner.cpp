@@ -16,9 +16,13 @@
 
 namespace harness {
 
-std::vector<ShapeCase> mode_shapes(const Problem& p, Mode m) {
-  return m == Mode::test ? p.test_shapes() : p.benchmark_shapes();
+std::vector<ShapeCase> set_shapes(const Problem& p, ShapeSet s) {
+  return s == ShapeSet::test ? p.test_shapes() : p.benchmark_shapes();
 }
+
+ShapeSet run_shape_set(const RunOptions& o) { return o.shape_set.value_or(default_shape_set(o.mode)); }
+
+std::vector<ShapeCase> run_shapes(const Problem& p, const RunOptions& o) { return set_shapes(p, run_shape_set(o)); }
 
 const VariantEntry* find_reference_variant(const std::string& problem) {
   for (const auto& v : variant_registry())
@@ -352,6 +356,7 @@ RunResult run_variant(Device& dev, const Problem& p, const VariantEntry& v, cons
   run.problem = p.name();
   run.variant = v.name;
   run.mode = o.mode;
+  run.shape_set = run_shape_set(o);
   run.seeds.seed_override = o.seed;
   run.seeds.secret_seed = o.secret_seed.has_value();
   run.seeds.inputs_from = o.inputs_dir;
@@ -369,7 +374,11 @@ RunResult run_variant(Device& dev, const Problem& p, const VariantEntry& v, cons
   c.rule = o.stop_rule ? *o.stop_rule
                        : (o.mode == Mode::leaderboard ? leaderboard_stop_rule() : benchmark_stop_rule());
 
-  const auto shapes = mode_shapes(p, o.mode);
+  const auto shapes = run_shapes(p, o);
+  // A set other than the mode's own is named in every label, so such shapes never match (in compare,
+  // ci or the leaderboard) the mode's own shapes of the same dimensions but other seeds.
+  const std::string label_prefix =
+      run.drawn_from() == default_shape_set(o.mode) ? "" : to_string(run.drawn_from()) + "/";
   std::vector<int> selected = o.shape_indices;
   if (selected.empty())
     for (int i = 0; i < static_cast<int>(shapes.size()); ++i) selected.push_back(i);
@@ -381,7 +390,7 @@ RunResult run_variant(Device& dev, const Problem& p, const VariantEntry& v, cons
     const ShapeCase& s = shapes[idx];
     ShapeResult r;
     r.index = idx;
-    r.label = s.label();
+    r.label = label_prefix + s.label();
     r.params = s.params;
     r.seed = shape_seed(s.seed, o.seed, o.secret_seed);
     const Cost cost = p.cost(s, v.reads);

@@ -14,7 +14,8 @@ namespace harness {
 
 struct RunOptions {
   Mode mode = Mode::test;
-  std::vector<int> shape_indices;           // into the mode's shape list; empty = all
+  std::optional<ShapeSet> shape_set;        // default: the mode's own (default_shape_set)
+  std::vector<int> shape_indices;           // into that shape list; empty = all
   std::optional<uint64_t> seed;             // replaces every shape's seed
   std::optional<uint64_t> secret_seed;      // Cantor-paired with each shape seed
   TimingOptions timing;
@@ -29,8 +30,10 @@ std::string check_input_files(const Problem& p, const ShapeCase& s, const std::s
 
 using ProgressFn = std::function<void(const std::string&)>;
 
-// test shapes for test mode, benchmark shapes otherwise.
-std::vector<ShapeCase> mode_shapes(const Problem& p, Mode m);
+// The shape list of a set, and the set (and list) a run with these options draws from.
+std::vector<ShapeCase> set_shapes(const Problem& p, ShapeSet s);
+ShapeSet run_shape_set(const RunOptions& o);
+std::vector<ShapeCase> run_shapes(const Problem& p, const RunOptions& o);
 
 // The problem's GPU reference variant (flag kVariantReference), or nullptr.
 const VariantEntry* find_reference_variant(const std::string& problem);

@@ -69,6 +69,12 @@ TEST_CASE("cli: usage errors are one line naming the valid choices, exit code 2"
   ::unsetenv("HARNESS_MATRIX_TFLOPS");
   check_usage_error("run mla_decode --variant cpu --shapes 1,x", "bad shape index 'x'");
   check_usage_error("run mla_decode --variant cpu --mode benchmark --shapes 8", "indices 0-7");
+  check_usage_error("run mla_decode --variant cpu --mode benchmark --shape-set tests",
+                    "--shape-set: unknown shape set 'tests' (valid: test, benchmark)");
+  check_usage_error("run mla_decode --variant cpu --mode benchmark --shape-set test --shapes 4",
+                    "bad shape index '4' for mla_decode test shapes (valid: all or indices 0-3)");
+  check_usage_error("run mla_decode --variant cpu --mode benchmark --shape-set test --record",
+                    "--record: a benchmark-mode run over the test shapes does not rank");
   check_usage_error("run mla_decode --variant cpu --mode fast", "unknown mode 'fast' (valid: test, benchmark, leaderboard, profile)");
   check_usage_error("run mla_decode --variant cpu --bogus", "--bogus");
   check_usage_error("run mla_decode", "--variant");

@@ -56,6 +56,18 @@ TEST_CASE("leaderboard: make_entry reads the runner's results document", "[leade
   test_mode["runs"][0]["mode"] = "test";
   CHECK_FALSE(harness::eligible_for_best(harness::entries_from_results(test_mode)[0]));
 
+  // A benchmark-mode run over the test shapes (--shape-set test) is timed but does not rank; a file
+  // from before the field ranks as before, and the field survives the leaderboard's own format.
+  json test_shapes = lbtest::two_shapes("v1", 100e3, 400e3);
+  test_shapes["runs"][0]["shape_set"] = "test";
+  const Entry on_test_shapes = harness::entries_from_results(test_shapes)[0];
+  CHECK(on_test_shapes.shape_set == "test");
+  CHECK_FALSE(harness::eligible_for_best(on_test_shapes));
+  CHECK(harness::entry_from_json(harness::to_json(on_test_shapes)).shape_set == "test");
+  json old_file = lbtest::two_shapes("v1", 100e3, 400e3);
+  old_file["runs"][0].erase("shape_set");
+  CHECK(harness::eligible_for_best(harness::entries_from_results(old_file)[0]));
+
   // A round trip through the leaderboard's own entry format keeps everything.
   const Entry back = harness::entry_from_json(harness::to_json(e));
   CHECK(harness::to_json(back) == harness::to_json(e));

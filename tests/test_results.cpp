@@ -298,6 +298,39 @@ TEST_CASE("results: shape selection and seed override") {
   CHECK(r.seeds.seed_override == 99u);
 }
 
+TEST_CASE("results: --shape-set draws from the other list and names it in every label") {
+  const RunResult own = run_fake("good", Mode::benchmark);
+  CHECK(own.drawn_from() == ShapeSet::benchmark);
+  REQUIRE(own.shapes.size() == 2);
+  CHECK(own.shapes[0].label == "rows=2 cols=64");  // the mode's own list: labels as always
+  CHECK(own.shapes[0].seed == 33);
+
+  RunOptions o;
+  o.shape_set = ShapeSet::test;
+  o.shape_indices = {1};
+  const RunResult r = run_fake("good", Mode::benchmark, o);
+  REQUIRE(r.passed);
+  CHECK(r.drawn_from() == ShapeSet::test);
+  REQUIRE(r.shapes.size() == 1);
+  CHECK(r.shapes[0].index == 1);
+  CHECK(r.shapes[0].label == "test/rows=8 cols=32");  // never matches a benchmark shape's label
+  CHECK(r.shapes[0].seed == 22);
+  CHECK(r.shapes[0].stats.runs == 7);  // timed with the benchmark method
+  const json j = to_json(r);
+  CHECK(j["shape_set"] == "test");
+  CHECK(run_from_json(j).drawn_from() == ShapeSet::test);
+  json old = to_json(own);
+  old.erase("shape_set");  // files written before the field: the mode's own list
+  CHECK(run_from_json(old).drawn_from() == ShapeSet::benchmark);
+
+  o.shape_set = ShapeSet::benchmark;
+  o.shape_indices = {};
+  const RunResult t = run_fake("good", Mode::test, o);
+  REQUIRE(t.shapes.size() == 2);
+  CHECK(t.shapes[1].label == "benchmark/rows=16 cols=64");
+  CHECK(t.shapes[1].seed == 44);
+}
+
 TEST_CASE("results JSON: a run matches the schema and round-trips") {
   const std::vector<RunResult> runs = {run_fake("good", Mode::benchmark), run_fake("nan", Mode::test),
                                        failed_run("fake", "x", Mode::test, "crashed: SIGSEGV")};
