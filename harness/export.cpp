@@ -406,6 +406,9 @@ Submission build_submission(const VariantSource& src) {
   const std::string source_text = read_text(src.main_file);
   const auto args = registration(source_text, src.problem);
   const std::string registered = literal_contents(args[0]);
+  if (args[0].find('"') == std::string::npos)  // e.g. a macro: the exporter reads the text, not the preprocessor
+    throw ExportError(fmt::format("{}: the registration names its variant with '{}'; export needs a string literal",
+                                  src.main_file, args[0]));
   if (registered != src.variant)
     throw ExportError(fmt::format("{} registers variant '{}', not '{}'", src.main_file, registered, src.variant));
 

@@ -215,6 +215,12 @@ TEST_CASE("export: HARNESS_SUBMISSION guards are evaluated; live host includes, 
   CHECK_THROWS_AS(ex::build_submission(tree.variant("badread")), ex::ExportError);
   tree.write("problems/mla_decode/misnamed.hip", fake_variant("other", "q", ""));
   CHECK_THROWS_AS(ex::build_submission(tree.variant("misnamed")), ex::ExportError);
+  // A name given by a macro compiles, but the exporter reads the text: it says what it needs.
+  std::string by_macro = fake_variant("bymacro", "q", "#define MY_NAME \"bymacro\"");
+  by_macro.replace(by_macro.find("\"bymacro\", gpu"), 9, "MY_NAME");
+  tree.write("problems/mla_decode/bymacro.hip", by_macro);
+  CHECK_THROWS_WITH(ex::build_submission(tree.variant("bymacro")),
+                    Catch::Contains("names its variant with 'MY_NAME'; export needs a string literal"));
 }
 
 TEST_CASE("export: unknown problems, unknown or host variants are errors naming the choices") {
