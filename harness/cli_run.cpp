@@ -3,12 +3,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -36,6 +38,7 @@ struct RunArgs {
   std::string mode = "test";
   std::string shapes = "all";
   std::string shape_set;  // "": the mode's own
+  std::vector<std::string> custom_shapes;  // --shape "name=value ...", one per shape
   uint64_t seed = 0;
   uint64_t secret_seed = 0;
   std::string json_path;
@@ -55,6 +58,49 @@ struct RunArgs {
   CLI::Option *seed_opt = nullptr, *secret_opt = nullptr, *flush_opt = nullptr;
 };
 
+// `--shape "bs=8 kv=2048 seed=7"`: the parameters named replace those of `base` (the first shape of the
+// mode's own list); names are the problem's parameters and "seed", values whole numbers.
+ShapeCase parse_custom_shape(const Problem& p, const std::string& spec, const ShapeCase& base) {
+  ShapeCase s = base;
+  s.official_reference_us.reset();
+  std::string names;
+  for (const auto& kv : base.params) names += kv.first + ", ";
+  names += "seed";
+  std::string text = spec;
+  std::replace(text.begin(), text.end(), ',', ' ');
+  std::istringstream in(text);
+  std::string tok;
+  bool any = false;
+  while (in >> tok) {
+    const auto eq = tok.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UsageError(fmt::format("--shape '{}': '{}' is not name=value (names: {})", spec, tok, names));
+    const std::string key = tok.substr(0, eq), value = tok.substr(eq + 1);
+    std::size_t used = 0;
+    long long n = -1;
+    try {
+      n = std::stoll(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != value.size() || n < 0)
+      throw UsageError(fmt::format("--shape '{}': {} must be a whole number >= 0, got '{}'", spec, key, value));
+    if (key == "seed") {
+      s.seed = static_cast<uint64_t>(n);
+    } else {
+      auto it = std::find_if(s.params.begin(), s.params.end(), [&](const auto& kv) { return kv.first == key; });
+      if (it == s.params.end())
+        throw UsageError(fmt::format("--shape '{}': unknown parameter '{}' (names: {})", spec, key, names));
+      it->second = n;
+    }
+    any = true;
+  }
+  if (!any) throw UsageError(fmt::format("--shape '{}': give name=value pairs (names: {})", spec, names));
+  if (const std::string why = p.shape_error(s); !why.empty())
+    throw UsageError(fmt::format("--shape '{}': {}", spec, why));
+  return s;
+}
+
 RunOptions to_run_options(const RunArgs& a, const Problem& p, Mode mode) {
   RunOptions o;
   o.mode = mode;
@@ -64,10 +110,19 @@ RunOptions to_run_options(const RunArgs& a, const Problem& p, Mode mode) {
     } catch (const std::invalid_argument& e) {
       throw UsageError(std::string("--shape-set: ") + e.what());
     }
-    if (a.record && *o.shape_set != default_shape_set(mode))
-      throw UsageError("--record: a " + to_string(mode) + "-mode run over the " + a.shape_set +
-                       " shapes does not rank (drop --shape-set or --record)");
   }
+  if (!a.custom_shapes.empty()) {
+    if (o.shape_set && *o.shape_set != ShapeSet::custom)
+      throw UsageError("--shape gives the shapes (the custom set): drop --shape-set " + a.shape_set);
+    const ShapeCase base = set_shapes(p, default_shape_set(mode)).at(0);
+    for (const auto& spec : a.custom_shapes) o.custom_shapes.push_back(parse_custom_shape(p, spec, base));
+    o.shape_set = ShapeSet::custom;
+  } else if (o.shape_set == ShapeSet::custom) {
+    throw UsageError("--shape-set custom: give the shapes with --shape \"name=value ...\"");
+  }
+  if (a.record && run_shape_set(o) != default_shape_set(mode))
+    throw UsageError("--record: a " + to_string(mode) + "-mode run over the " + to_string(run_shape_set(o)) +
+                     " shapes does not rank (drop --shape-set / --shape or --record)");
   const std::vector<ShapeCase> shapes = run_shapes(p, o);
   o.shape_indices = parse_shape_list(a.shapes, shapes.size(),
                                      fmt::format("{} {} shapes", p.name(), to_string(run_shape_set(o))));
@@ -137,6 +192,7 @@ std::vector<std::string> worker_argv(const RunArgs& a, const std::string& varian
   std::vector<std::string> v = {self_executable(), "run", a.problem, "--variant", variant, "--mode", a.mode,
                                 "--shapes", a.shapes, "--device", std::to_string(a.device), "--worker", result};
   if (!a.shape_set.empty()) v.insert(v.end(), {"--shape-set", a.shape_set});
+  for (const auto& s : a.custom_shapes) v.insert(v.end(), {"--shape", s});
   if (a.seed_opt->count()) v.insert(v.end(), {"--seed", std::to_string(a.seed)});
   if (!secret_file.empty()) v.insert(v.end(), {"--secret-seed-file", secret_file});
   if (a.flush_opt->count()) v.insert(v.end(), {"--flush-bytes", std::to_string(a.flush_bytes)});
@@ -258,6 +314,10 @@ Command setup(CLI::App& root) {
   app->add_option("--shape-set", a->shape_set,
                   "test | benchmark: the shape list to draw from (default: the mode's own; e.g. --mode benchmark "
                   "--shape-set test times the test shapes; such runs label shapes \"test/...\" and never rank)");
+  app->add_option("--shape", a->custom_shapes,
+                  "A shape of your own, e.g. \"bs=8 kv=2048\" (repeat for more; parameters not named, and the seed, "
+                  "come from the mode's first shape; labels \"custom/...\", never ranked)")
+      ->allow_extra_args(false);
   a->seed_opt = app->add_option("--seed", a->seed, "Replace every shape's seed");
   a->secret_opt = app->add_option("--secret-seed", a->secret_seed, "Combine each shape seed with this (Cantor pairing)");
   app->add_option("--json", a->json_path, "Write results JSON here (atomically, after every variant)");

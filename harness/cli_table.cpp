@@ -68,12 +68,14 @@ void print_run_table(const RunResult& r, std::FILE* out) {
   fmt::print(out, "check: {}   timing: {}{}\n", r.check_reference.empty() ? "-" : r.check_reference,
              r.timing.method.empty() ? "-" : r.timing.method,
              r.timing.flush ? fmt::format(" (flush {} MiB)", r.timing.flush_bytes >> 20) : std::string());
-  fmt::print(out, "{:>3}  {:<28} {:<24} {:<22} {:>9} {:>5} {:>11} {:>11} {:>9} {:>6} {:>8}\n", "#", "shape",
+  std::size_t w = 28;  // the shape column fits the longest label (moe's are ~50 characters)
+  for (const auto& s : r.shapes) w = std::max(w, s.label.size());
+  fmt::print(out, "{:>3}  {:<{}} {:<24} {:<22} {:>9} {:>5} {:>11} {:>11} {:>9} {:>6} {:>8}\n", "#", "shape", w,
              "official (mismatch)", "strict (rel L2)", "max abs", "runs", "mean", "best", "GB/s", "%BW", "x floor");
   for (const auto& s : r.shapes) {
     const bool timed = s.stats.runs > 0 && s.stats.mean > 0;
-    fmt::print(out, "{:>3}  {:<28} {:<24} {:<22} {:>9} {:>5} {:>11} {:>11} {:>9} {:>6} {:>8}\n", s.index, s.label,
-               official_cell(s), strict_cell(s), max_abs_cell(s), s.stats.runs, format_duration_ns(s.stats.mean),
+    fmt::print(out, "{:>3}  {:<{}} {:<24} {:<22} {:>9} {:>5} {:>11} {:>11} {:>9} {:>6} {:>8}\n", s.index, s.label,
+               w, official_cell(s), strict_cell(s), max_abs_cell(s), s.stats.runs, format_duration_ns(s.stats.mean),
                format_duration_ns(s.stats.best), timed ? fmt::format("{:.4g}", s.gbps) : "-",
                timed && s.pct_bandwidth > 0 ? fmt::format("{:.3g}", s.pct_bandwidth) : "-",
                timed && s.floor_ns > 0 ? fmt::format("{:.2f}", s.stats.mean / s.floor_ns) : "-");

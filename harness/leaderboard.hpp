@@ -58,7 +58,7 @@ Entry make_entry(const nlohmann::json& run, const nlohmann::json& header = nlohm
 std::vector<Entry> entries_from_results(const nlohmann::json& doc);
 
 // An entry may become "best" only if it passed, has a score, and was timed (not test mode) over the
-// benchmark shapes (not `--shape-set test`).
+// benchmark shapes (not `--shape-set test`, not `--shape`).
 bool eligible_for_best(const Entry& e);
 // Whether e takes the best slot from `best`: eligible, and over a superset of best's shapes (or as many
 // shapes when neither set contains the other) with, on the same shapes, a lower score.

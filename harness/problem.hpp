@@ -41,6 +41,9 @@ class Problem {
   virtual std::string description() const = 0;
   virtual std::vector<ShapeCase> test_shapes() const = 0;
   virtual std::vector<ShapeCase> benchmark_shapes() const = 0;
+  // Why a shape given on the command line (`run --shape`) cannot run, in one line; "" if it can.
+  // The spec's own shapes always can.
+  virtual std::string shape_error(const ShapeCase& s) const { (void)s; return ""; }
   virtual Tolerance tolerance() const = 0;
   // The official input tuple (tensors only; the config travels in the args struct), in order.
   virtual std::vector<TensorSpec> input_specs(const ShapeCase& s) const = 0;

@@ -30,12 +30,20 @@ Mode mode_from_string(const std::string& s) {
   throw std::invalid_argument("unknown mode '" + s + "' (valid: test, benchmark, leaderboard, profile)");
 }
 
-std::string to_string(ShapeSet s) { return s == ShapeSet::test ? "test" : "benchmark"; }
+std::string to_string(ShapeSet s) {
+  switch (s) {
+    case ShapeSet::test: return "test";
+    case ShapeSet::benchmark: return "benchmark";
+    case ShapeSet::custom: return "custom";
+  }
+  return "?";
+}
 
 ShapeSet shape_set_from_string(const std::string& s) {
   if (s == "test") return ShapeSet::test;
   if (s == "benchmark") return ShapeSet::benchmark;
-  throw std::invalid_argument("unknown shape set '" + s + "' (valid: test, benchmark)");
+  if (s == "custom") return ShapeSet::custom;
+  throw std::invalid_argument("unknown shape set '" + s + "' (valid: test, benchmark, custom)");
 }
 
 ShapeSet default_shape_set(Mode m) { return m == Mode::test ? ShapeSet::test : ShapeSet::benchmark; }

@@ -22,8 +22,9 @@ Mode mode_from_string(const std::string& s);  // throws std::invalid_argument
 
 // Which of the problem's shape lists a run draws from. Each mode has its own (test shapes for test mode,
 // benchmark shapes otherwise); `--shape-set` picks the other one, e.g. to time the test shapes with the
-// benchmark method. Such runs label their shapes "<set>/<label>" and never rank on the leaderboard.
-enum class ShapeSet { test, benchmark };
+// benchmark method; `--shape` gives shapes of one's own (the custom set). Runs over another set than the
+// mode's own label their shapes "<set>/<label>" and never rank on the leaderboard.
+enum class ShapeSet { test, benchmark, custom };
 std::string to_string(ShapeSet s);
 ShapeSet shape_set_from_string(const std::string& s);  // throws std::invalid_argument
 ShapeSet default_shape_set(Mode m);

@@ -17,12 +17,19 @@
 namespace harness {
 
 std::vector<ShapeCase> set_shapes(const Problem& p, ShapeSet s) {
-  return s == ShapeSet::test ? p.test_shapes() : p.benchmark_shapes();
+  switch (s) {
+    case ShapeSet::test: return p.test_shapes();
+    case ShapeSet::benchmark: return p.benchmark_shapes();
+    case ShapeSet::custom: return {};
+  }
+  return {};
 }
 
 ShapeSet run_shape_set(const RunOptions& o) { return o.shape_set.value_or(default_shape_set(o.mode)); }
 
-std::vector<ShapeCase> run_shapes(const Problem& p, const RunOptions& o) { return set_shapes(p, run_shape_set(o)); }
+std::vector<ShapeCase> run_shapes(const Problem& p, const RunOptions& o) {
+  return run_shape_set(o) == ShapeSet::custom ? o.custom_shapes : set_shapes(p, run_shape_set(o));
+}
 
 const VariantEntry* find_reference_variant(const std::string& problem) {
   for (const auto& v : variant_registry())

@@ -15,6 +15,7 @@ namespace harness {
 struct RunOptions {
   Mode mode = Mode::test;
   std::optional<ShapeSet> shape_set;        // default: the mode's own (default_shape_set)
+  std::vector<ShapeCase> custom_shapes;     // the custom set's shapes (`--shape`)
   std::vector<int> shape_indices;           // into that shape list; empty = all
   std::optional<uint64_t> seed;             // replaces every shape's seed
   std::optional<uint64_t> secret_seed;      // Cantor-paired with each shape seed
@@ -30,7 +31,8 @@ std::string check_input_files(const Problem& p, const ShapeCase& s, const std::s
 
 using ProgressFn = std::function<void(const std::string&)>;
 
-// The shape list of a set, and the set (and list) a run with these options draws from.
+// The shape list of a set (the spec's lists; empty for custom), and the set (and list) a run with these
+// options draws from.
 std::vector<ShapeCase> set_shapes(const Problem& p, ShapeSet s);
 ShapeSet run_shape_set(const RunOptions& o);
 std::vector<ShapeCase> run_shapes(const Problem& p, const RunOptions& o);

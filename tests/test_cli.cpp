@@ -70,11 +70,20 @@ TEST_CASE("cli: usage errors are one line naming the valid choices, exit code 2"
   check_usage_error("run mla_decode --variant cpu --shapes 1,x", "bad shape index 'x'");
   check_usage_error("run mla_decode --variant cpu --mode benchmark --shapes 8", "indices 0-7");
   check_usage_error("run mla_decode --variant cpu --mode benchmark --shape-set tests",
-                    "--shape-set: unknown shape set 'tests' (valid: test, benchmark)");
+                    "--shape-set: unknown shape set 'tests' (valid: test, benchmark, custom)");
   check_usage_error("run mla_decode --variant cpu --mode benchmark --shape-set test --shapes 4",
                     "bad shape index '4' for mla_decode test shapes (valid: all or indices 0-3)");
   check_usage_error("run mla_decode --variant cpu --mode benchmark --shape-set test --record",
                     "--record: a benchmark-mode run over the test shapes does not rank");
+  check_usage_error("run mla_decode --variant cpu --shape 'bs=2 kx=5'", "unknown parameter 'kx' (names: bs, kv, seed)");
+  check_usage_error("run mla_decode --variant cpu --shape 'bs=two'", "bs must be a whole number >= 0, got 'two'");
+  check_usage_error("run mla_decode --variant cpu --shape 'bs=2 kv=0'", "--shape 'bs=2 kv=0': bs and kv must be at least 1");
+  check_usage_error("run mla_decode --variant cpu --shape ''", "give name=value pairs");
+  check_usage_error("run mla_decode --variant cpu --shape bs=2 --shape-set test", "drop --shape-set test");
+  check_usage_error("run mla_decode --variant cpu --shape-set custom", "give the shapes with --shape");
+  check_usage_error("run mla_decode --variant cpu --mode benchmark --shape bs=2 --record",
+                    "run over the custom shapes does not rank");
+  check_usage_error("run moe_mxfp4 --variant cpu --shape d_expert=300", "multiples of 256");
   check_usage_error("run mla_decode --variant cpu --mode fast", "unknown mode 'fast' (valid: test, benchmark, leaderboard, profile)");
   check_usage_error("run mla_decode --variant cpu --bogus", "--bogus");
   check_usage_error("run mla_decode", "--variant");
@@ -147,6 +156,24 @@ TEST_CASE("cli: an isolated cpu run writes a results file that matches the schem
   CHECK(run["shapes"][0]["seed"] == 4220);
   CHECK(run["shapes"][0]["official"]["total"] == 4 * 16 * 512);
   CHECK(run["shapes"][0]["strict"]["rel_l2"].get<double>() > 0);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("cli: --shape runs a shape of one's own in the worker, with its seed") {
+  const std::string path = temp_json("custom");
+  const Ran r = harness_cmd("run mla_decode --variant cpu --shape 'bs=1 kv=64 seed=9' --shape bs=2,kv=32 --json " + path);
+  INFO(r.output);
+  CHECK(r.code == 0);
+  CHECK(r.output.find("custom/bs=1 kv=64") != std::string::npos);
+  const auto doc = nlohmann::json::parse(harness::read_file(path));
+  CHECK(schema_errors(doc).empty());
+  const auto& run = doc["runs"][0];
+  CHECK(run["shape_set"] == "custom");
+  REQUIRE(run["shapes"].size() == 2);
+  CHECK(run["shapes"][0]["seed"] == 9);
+  CHECK(run["shapes"][0]["official"]["total"] == 1 * 16 * 512);
+  CHECK(run["shapes"][1]["label"] == "custom/bs=2 kv=32");
+  CHECK(run["shapes"][1]["seed"] == 4220);  // unnamed: the mode's first shape's
   std::filesystem::remove(path);
 }
 

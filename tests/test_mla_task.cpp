@@ -101,6 +101,18 @@ TEST_CASE("mla task: shapes, seeds and tolerance follow the spec") {
   CHECK(tol.max_mismatch_fraction == 0.05);
 }
 
+TEST_CASE("mla task: command-line shapes are checked, the spec's always pass") {
+  const auto& p = mla_problem();
+  for (const auto& s : p.test_shapes()) CHECK(p.shape_error(s).empty());
+  for (const auto& s : p.benchmark_shapes()) CHECK(p.shape_error(s).empty());
+  const auto with = [](int64_t bs, int64_t kv) { return ShapeCase{{{"bs", bs}, {"kv", kv}}, 1, {}}; };
+  CHECK(p.shape_error(with(3, 300)).empty());
+  CHECK(p.shape_error(with(0, 1024)) == "bs and kv must be at least 1");
+  CHECK(p.shape_error(with(4, 0)) == "bs and kv must be at least 1");
+  CHECK(p.shape_error(with(100000, 1)) == "bs must be at most 65536");
+  CHECK(p.shape_error(with(4096, 8192)).find("at most 16777216 tokens") != std::string::npos);
+}
+
 TEST_CASE("mla task: input and output specs have the official order, dtypes and shapes") {
   const auto& p = mla_problem();
   const auto specs = p.input_specs(small(4, 1024));

@@ -102,6 +102,18 @@ TEST_CASE("moe task: shapes, tolerance and input specs follow the spec") {
   CHECK(p.output_spec(benches[0]).shape == std::vector<int64_t>{16, 7168});
 }
 
+TEST_CASE("moe task: command-line shapes are checked, the spec's always pass") {
+  const auto& p = problem();
+  for (const auto& s : p.test_shapes()) CHECK(p.shape_error(s).empty());
+  for (const auto& s : p.benchmark_shapes()) CHECK(p.shape_error(s).empty());
+  CHECK(p.shape_error(small_a()).empty());
+  CHECK(p.shape_error(moe_task::make_shape(7168, 300, 32, 8, 16, 1)) == "d_hidden and d_expert must be multiples of 256");
+  CHECK(p.shape_error(moe_task::make_shape(0, 256, 32, 8, 16, 1)) == "d_hidden and d_expert must be multiples of 256");
+  CHECK(p.shape_error(moe_task::make_shape(7168, 256, 4, 8, 16, 1)) == "k must be in 1..n_routed");
+  CHECK(p.shape_error(moe_task::make_shape(7168, 256, 32, 8, 0, 1)) == "bs must be in 1..65536");
+  CHECK(p.shape_error(moe_task::make_shape(7168, 2048, 1024, 8, 16, 1)).find("40 GB") != std::string::npos);
+}
+
 TEST_CASE("moe task: cost model follows roofline.md") {
   const auto& p = problem();
   const auto b = p.benchmark_shapes()[3];  // d_expert 512, E 33, bs 16

@@ -331,6 +331,21 @@ TEST_CASE("results: --shape-set draws from the other list and names it in every 
   CHECK(t.shapes[1].seed == 44);
 }
 
+TEST_CASE("results: custom shapes run as given, labelled custom/...") {
+  RunOptions o;
+  o.custom_shapes = {{{{"rows", 3}, {"cols", 16}}, 5, {}}};
+  o.shape_set = ShapeSet::custom;
+  const RunResult r = run_fake("good", Mode::benchmark, o);
+  REQUIRE(r.passed);
+  CHECK(r.drawn_from() == ShapeSet::custom);
+  REQUIRE(r.shapes.size() == 1);
+  CHECK(r.shapes[0].label == "custom/rows=3 cols=16");
+  CHECK(r.shapes[0].seed == 5);
+  CHECK(r.shapes[0].official->total == 48);
+  CHECK(to_json(r)["shape_set"] == "custom");
+  CHECK(run_from_json(to_json(r)).drawn_from() == ShapeSet::custom);
+}
+
 TEST_CASE("results JSON: a run matches the schema and round-trips") {
   const std::vector<RunResult> runs = {run_fake("good", Mode::benchmark), run_fake("nan", Mode::test),
                                        failed_run("fake", "x", Mode::test, "crashed: SIGSEGV")};

@@ -105,6 +105,15 @@ class MlaDecodeProblem : public harness::Problem {
     return {shape(4, 1024, 4217),  shape(4, 8192, 4220),  shape(32, 1024, 5412),  shape(32, 8192, 5415),
             shape(64, 1024, 1357), shape(64, 8192, 1360), shape(256, 1024, 9823), shape(256, 8192, 9826)};
   }
+  // Shapes from the command line: q_seq_len stays 1 (the spec's decode), kv_indptr is int32, and the
+  // three KV copies (bf16, fp8, MXFP4: ~2 KB a token) must fit next to the reference's buffers.
+  std::string shape_error(const ShapeCase& s) const override {
+    const int64_t bs = s.get("bs"), kv = s.get("kv");
+    if (bs < 1 || kv < 1) return "bs and kv must be at least 1";
+    if (bs > 65536) return "bs must be at most 65536";
+    if (bs * kv > (int64_t{1} << 24)) return "bs * kv must be at most 16777216 tokens (~34 GB of KV in three formats)";
+    return "";
+  }
   harness::Tolerance tolerance() const override { return {0.1, 0.1, 0.05}; }
 
   std::vector<TensorSpec> input_specs(const ShapeCase& s) const override {

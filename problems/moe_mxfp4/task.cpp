@@ -174,6 +174,21 @@ class MoeMxfp4Problem final : public harness::Problem {
     }
     return out;
   }
+  // Shapes from the command line: the spec's dimensions are multiples of 256 (so padded sizes equal real
+  // ones, which the kernels rely on), one shared expert, k of the routed experts per token.
+  std::string shape_error(const ShapeCase& s) const override {
+    const int64_t dh = s.get("d_hidden"), de = s.get("d_expert"), r = s.get("n_routed"), k = s.get("k"),
+                  bs = s.get("bs");
+    if (dh < 256 || de < 256 || dh % 256 || de % 256) return "d_hidden and d_expert must be multiples of 256";
+    if (dh > 16384 || de > 16384) return "d_hidden and d_expert must be at most 16384";
+    if (r < 1 || r > 1024) return "n_routed must be in 1..1024";
+    if (k < 1 || k > r) return "k must be in 1..n_routed";
+    if (bs < 1 || bs > 65536) return "bs must be in 1..65536";
+    // Raw and shuffled weights: 2 x 3 x d_expert x d_hidden x (0.5 + 1/32) bytes an expert.
+    if (static_cast<double>(r + 1) * 3.19 * static_cast<double>(de) * static_cast<double>(dh) > 40e9)
+      return "the weights (raw and shuffled) must fit in 40 GB: fewer experts or smaller dimensions";
+    return "";
+  }
   harness::Tolerance tolerance() const override { return {5e-2, 5e-2, 0.0}; }
   std::vector<TensorSpec> input_specs(const ShapeCase& s) const override { return moe_task::input_specs(config_of(s)); }
   TensorSpec output_spec(const ShapeCase& s) const override { return moe_task::output_spec(config_of(s)); }
