@@ -24,7 +24,8 @@
 //     computed again by fallback_item: an exact fp32 decode of the MXFP4 values from global memory
 //     (slow; the benchmark and test inputs never take it: test variants v17fb, v17det and v17mix of
 //     problems/mla_decode/v17.hip force it in three ways).
-// Measured (docs/perf.md, section "mla_decode v17"): correct, but the tile is ~16% slower than the fp8 tile (1.68 vs 1.45 us
+// Measured (docs/perf.md, section "mla_decode v17"): correct, but the tile is ~16% slower than the fp8 tile (1.68
+// vs 1.45 us
 // a 64-token tile on the H200): the decode adds ~210 instructions a warp and tile (692 against 482 in the
 // tile loop) to a kernel that was already bound by its instruction/latency chain, not by DRAM.
 //   - No per-tensor scale: logit scale = sm_scale * log2(e), output normalisation 1 / l.

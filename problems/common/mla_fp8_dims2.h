@@ -18,7 +18,8 @@
 //    through the MIO pipe: with MV 3 half run after the reduction's shared loads, half in P V (kernel);
 //  - the O staging XOR-swizzled; S ring stages (v18: 3; v15's kernel: 5).
 // Numerics as v15 except the denominator: the sum of the fp32 P values instead of their f16 roundings.
-// Measured and dropped (docs/perf.md, section "mla_decode v18"; code in commit be5586a): an in-kernel merge of the splits,
+// Measured and dropped (docs/perf.md, section "mla_decode v18"; code in commit be5586a): an in-kernel merge of the
+// splits,
 // a Q prefetch for the next item, a pairwise reduction, the combine as a dependent launch, pairs of m tiles.
 #pragma once
 #include "problems/common/mla_fp8_dims.h"

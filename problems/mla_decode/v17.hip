@@ -4,7 +4,8 @@
 // Scale bytes outside the exact range of that decode (104..128) are detected and the item is computed
 // again by an exact fp32 path; arguments the fast kernel cannot take (unaligned MXFP4 tensors, a scale
 // row stride above 32, kv_len not a multiple of 64) run v15's fp8 paths instead. batch * kv <= 65536
-// tokens: v16's dims-cluster fp8 path, unchanged. Measured (docs/perf.md, section "mla_decode v17"): correct, but SLOWER than
+// tokens: v16's dims-cluster fp8 path, unchanged. Measured (docs/perf.md, section "mla_decode v17"): correct, but
+// SLOWER than
 // v16 on the four large shapes (+10% to +17%: the MXFP4 decode costs more issue slots than the halved KV
 // bytes save, the dims tile being instruction/latency-bound on the H200). Test variants at the bottom
 // (slow, for test mode) force the exact fallback three ways.
@@ -73,7 +74,7 @@ void launch(const MlaDecodeArgs& a) { C::launch(a); }
 MLA_DECODE_VARIANT("v17det", gpu,
                    "test (slow): v17's MXFP4 kernel with the exact range narrowed to scale bytes 126..128, so the "
                    "detection sends (almost) every item to the exact fallback after its tiles",
-                   "q,kv_mxfp4,kv_mxfp4_scale,kv_indptr", 0);
+                   "q,kv_mxfp4,kv_mxfp4_scale,kv_indptr", ::harness::kVariantCheckOnly);
 }  // namespace v17_det
 namespace v17_mix {
 using C = V17<0, 5, false, mla_fp4::kScaleLo, true>;
@@ -81,13 +82,13 @@ size_t workspace_bytes(const MlaDecodeConfig& c) { return C::workspace_bytes(c);
 void launch(const MlaDecodeArgs& a) { C::launch(a); }
 MLA_DECODE_VARIANT("v17mix", gpu,
                    "test (slow): v17's MXFP4 kernel with every odd item recomputed by the exact fallback after its tiles",
-                   "q,kv_mxfp4,kv_mxfp4_scale,kv_indptr", 0);
+                   "q,kv_mxfp4,kv_mxfp4_scale,kv_indptr", ::harness::kVariantCheckOnly);
 }  // namespace v17_mix
 namespace v17_fb {
 using C = V17<0, 5, true>;
 size_t workspace_bytes(const MlaDecodeConfig& c) { return C::workspace_bytes(c); }
 void launch(const MlaDecodeArgs& a) { C::launch(a); }
 MLA_DECODE_VARIANT("v17fb", gpu, "test (slow): v17's MXFP4 kernel with every item through the exact fallback, no tiles",
-                   "q,kv_mxfp4,kv_mxfp4_scale,kv_indptr", 0);
+                   "q,kv_mxfp4,kv_mxfp4_scale,kv_indptr", ::harness::kVariantCheckOnly);
 }  // namespace v17_fb
 #endif

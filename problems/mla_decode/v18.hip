@@ -4,7 +4,8 @@
 // the shifts before the e4m3 conversions and the exp2 range fix-ups; P^T through ldmatrix.trans; the
 // denominator summed in fp32 by the reducing lanes; Q K^T over the four m tiles interleaved; the MOVMs
 // half after the reduction's loads, half in P V; 3-stage ring; swizzled O staging). Configuration as
-// measured in docs/perf.md, section "mla_decode v18" (call 4's "v18m3"). Smaller shapes: v16's dims-cluster path, unchanged.
+// measured in docs/perf.md, section "mla_decode v18" (call 4's "v18m3"). Smaller shapes: v16's dims-cluster path,
+// unchanged.
 // AMD builds run v6's kernel, as v8, v11-v16 do.
 #include "problems/common/mla_fp8_tile.h"
 #include "problems/common/mla_fp8_dims_cluster.h"
