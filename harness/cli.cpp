@@ -99,13 +99,7 @@ const VariantEntry& require_variant(const Problem& p, const std::string& name) {
   throw UsageError(fmt::format("unknown variant '{}' for {} (valid: {})", name, p.name(), fmt::join(valid, ", ")));
 }
 
-bool in_group(const VariantEntry& v, const std::string& group, bool for_timing) {
-  if (for_timing && (v.flags & kVariantCheckOnly)) return false;
-  return group == "all" || v.backend != Backend::cpu;
-}
-
-std::vector<const VariantEntry*> select_variants(const Problem& p, const std::vector<std::string>& names,
-                                                bool for_timing) {
+std::vector<const VariantEntry*> select_variants(const Problem& p, const std::vector<std::string>& names) {
   auto number = [](const std::string& n) {  // v2 before v10; named variants (reference, cpu) first
     return n.size() > 1 && n[0] == 'v' && std::isdigit(static_cast<unsigned char>(n[1])) ? std::atoi(n.c_str() + 1) : -1;
   };
@@ -120,7 +114,7 @@ std::vector<const VariantEntry*> select_variants(const Problem& p, const std::ve
     }
     std::vector<const VariantEntry*> group;
     for (const auto& v : variant_registry())
-      if (v.problem == p.name() && in_group(v, name, for_timing)) group.push_back(&v);
+      if (v.problem == p.name() && (name == "all" || v.backend != Backend::cpu)) group.push_back(&v);
     std::sort(group.begin(), group.end(), [&](const VariantEntry* a, const VariantEntry* b) {
       return std::make_pair(number(a->name), a->name) < std::make_pair(number(b->name), b->name);
     });

@@ -42,10 +42,7 @@ const Problem& require_problem(const std::string& name);
 const VariantEntry& require_variant(const Problem& p, const std::string& name);
 // Names as given, plus the groups "gpu" (every GPU variant of this build) and "all", which add the
 // variants not already selected, reference first, then v1, v2, ... in number order.
-std::vector<const VariantEntry*> select_variants(const Problem& p, const std::vector<std::string>& names,
-                                                bool for_timing = false);
-// Whether the group "all" or "gpu" takes v (of the right problem) in a run that times (for_timing) or not.
-bool in_group(const VariantEntry& v, const std::string& group, bool for_timing);
+std::vector<const VariantEntry*> select_variants(const Problem& p, const std::vector<std::string>& names);
 // "all" or a comma-separated list of indices into a list of `count` shapes.
 std::vector<int> parse_shape_list(const std::string& spec, std::size_t count, const std::string& what);
 

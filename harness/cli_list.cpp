@@ -25,7 +25,6 @@ int list_problems() {
       std::string flags;
       if (v.flags & kVariantReference) flags += " [reference]";
       if (v.flags & kVariantPlanted) flags += " [planted]";
-      if (v.flags & kVariantCheckOnly) flags += " [check-only]";
       fmt::print("    {:<16} {:<4} available    reads {:<34} {}{}\n", v.name, v.backend == Backend::gpu ? "gpu" : "cpu",
                  fmt::format("{}", fmt::join(v.reads, ",")), v.description, flags);
     }

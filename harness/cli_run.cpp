@@ -250,7 +250,7 @@ int run_command(RunArgs& a) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
-  const std::vector<const VariantEntry*> variants = select_variants(p, a.variants, mode != Mode::test);
+  const std::vector<const VariantEntry*> variants = select_variants(p, a.variants);
   if (variants.empty()) throw UsageError("no variant given (--variant name[,name...])");
   const RunOptions o = to_run_options(a, p, mode);  // validates --shapes
   try {

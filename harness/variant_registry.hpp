@@ -13,8 +13,6 @@ enum VariantFlags : unsigned {
   kVariantNone = 0,
   kVariantReference = 1u << 0,  // the GPU reference that timed outputs are checked against
   kVariantPlanted = 1u << 1,    // deliberately faulty, test builds only
-  kVariantCheckOnly = 1u << 2,  // a checking aid (e.g. a forced slow fallback): the groups "gpu" / "all"
-                                // pick it in test mode only; named, it runs in any mode
 };
 
 struct VariantEntry {

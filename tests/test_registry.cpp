@@ -15,22 +15,6 @@ TEST_CASE("split_list splits comma-separated input names") {
   CHECK(harness::split_list("").empty());
 }
 
-TEST_CASE("variant groups: check-only variants join \"gpu\" / \"all\" in test mode only") {
-  using harness::Backend;
-  harness::VariantEntry gpu{"p", "v1", "", Backend::gpu, {}, nullptr, nullptr, "", harness::kVariantNone};
-  harness::VariantEntry check = gpu;
-  check.flags = harness::kVariantCheckOnly;
-  harness::VariantEntry host = gpu;
-  host.backend = Backend::cpu;
-  CHECK(harness::cli::in_group(gpu, "gpu", true));
-  CHECK(harness::cli::in_group(check, "gpu", false));
-  CHECK(harness::cli::in_group(check, "all", false));
-  CHECK_FALSE(harness::cli::in_group(check, "gpu", true));
-  CHECK_FALSE(harness::cli::in_group(check, "all", true));
-  CHECK_FALSE(harness::cli::in_group(host, "gpu", false));
-  CHECK(harness::cli::in_group(host, "all", true));
-}
-
 TEST_CASE("variant groups: \"all\" is every registered variant once, numbered ones in number order") {
   for (const auto* p : harness::problem_registry()) {
     const auto picked = harness::cli::select_variants(*p, {"all", "all"});
