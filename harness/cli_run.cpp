@@ -116,7 +116,6 @@ RunOptions to_run_options(const RunArgs& a, const Problem& p, Mode mode) {
       throw UsageError("--shape gives the shapes (the custom set): drop --shape-set " + a.shape_set);
     const ShapeCase base = set_shapes(p, default_shape_set(mode)).at(0);
     for (const auto& spec : a.custom_shapes) o.custom_shapes.push_back(parse_custom_shape(p, spec, base));
-    o.shape_set = ShapeSet::custom;
   } else if (o.shape_set == ShapeSet::custom) {
     throw UsageError("--shape-set custom: give the shapes with --shape \"name=value ...\"");
   }

@@ -25,7 +25,9 @@ std::vector<ShapeCase> set_shapes(const Problem& p, ShapeSet s) {
   return {};
 }
 
-ShapeSet run_shape_set(const RunOptions& o) { return o.shape_set.value_or(default_shape_set(o.mode)); }
+ShapeSet run_shape_set(const RunOptions& o) {
+  return o.custom_shapes.empty() ? o.shape_set.value_or(default_shape_set(o.mode)) : ShapeSet::custom;
+}
 
 std::vector<ShapeCase> run_shapes(const Problem& p, const RunOptions& o) {
   return run_shape_set(o) == ShapeSet::custom ? o.custom_shapes : set_shapes(p, run_shape_set(o));

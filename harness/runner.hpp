@@ -15,7 +15,7 @@ namespace harness {
 struct RunOptions {
   Mode mode = Mode::test;
   std::optional<ShapeSet> shape_set;        // default: the mode's own (default_shape_set)
-  std::vector<ShapeCase> custom_shapes;     // the custom set's shapes (`--shape`)
+  std::vector<ShapeCase> custom_shapes;     // `--shape`: when given, the run's set is custom
   std::vector<int> shape_indices;           // into that shape list; empty = all
   std::optional<uint64_t> seed;             // replaces every shape's seed
   std::optional<uint64_t> secret_seed;      // Cantor-paired with each shape seed

@@ -334,7 +334,6 @@ TEST_CASE("results: --shape-set draws from the other list and names it in every 
 TEST_CASE("results: custom shapes run as given, labelled custom/...") {
   RunOptions o;
   o.custom_shapes = {{{{"rows", 3}, {"cols", 16}}, 5, {}}};
-  o.shape_set = ShapeSet::custom;
   const RunResult r = run_fake("good", Mode::benchmark, o);
   REQUIRE(r.passed);
   CHECK(r.drawn_from() == ShapeSet::custom);
