@@ -80,6 +80,9 @@ void print_run_table(const RunResult& r, std::FILE* out) {
                timed && s.pct_bandwidth > 0 ? fmt::format("{:.3g}", s.pct_bandwidth) : "-",
                timed && s.floor_ns > 0 ? fmt::format("{:.2f}", s.stats.mean / s.floor_ns) : "-");
     if (!s.passed()) fmt::print(out, "     FAILED: {}\n", s.reason);
+    if (s.repeat_check == "differs")
+      fmt::print(out, "     not bit-repeatable: {} of {} elements differ from the warm-up's output (max |diff| {:.2e})\n",
+                 s.repeat_differing, s.official ? s.official->total : int64_t{0}, s.repeat_max_abs);
   }
   fmt::print(out, "score (geometric mean of means): {}   {}\n",
              r.score_ns ? format_duration_ns(*r.score_ns) : std::string("-"), r.passed ? "PASSED" : "FAILED");

@@ -203,6 +203,9 @@ json shape_json(const ShapeResult& s) {
             {"checks", s.checks},
             {"settle_check", s.settle_check},
             {"host_exposed_timings", s.host_exposed_timings},
+            {"repeat_check", s.repeat_check},
+            {"repeat_differing", s.repeat_differing},
+            {"repeat_max_abs", s.repeat_max_abs},
             {"official", s.official ? official_json(*s.official) : json(nullptr)},
             {"strict", s.strict ? strict_json(*s.strict) : json(nullptr)},
             {"status", s.status},
@@ -238,6 +241,9 @@ ShapeResult shape_from_json(const json& j) {
   s.checks = j.at("checks").get<int64_t>();
   s.settle_check = j.value("settle_check", std::string("not run"));
   s.host_exposed_timings = j.value("host_exposed_timings", 0);
+  s.repeat_check = j.value("repeat_check", std::string("not run"));  // absent in files written before it existed
+  s.repeat_differing = j.value("repeat_differing", int64_t{0});
+  s.repeat_max_abs = j.value("repeat_max_abs", 0.0);
   if (!j.at("official").is_null()) s.official = official_from_json(j.at("official"));
   if (!j.at("strict").is_null()) s.strict = strict_from_json(j.at("strict"));
   s.status = j.at("status").get<std::string>();

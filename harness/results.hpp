@@ -60,6 +60,11 @@ struct ShapeResult {
   int64_t checks = 0;                     // outputs checked
   std::string settle_check = "not run";   // escaped-work check: not run | unsupported | passed | escaped
   int host_exposed_timings = 0;           // timed calls whose start event fired before the call returned
+  // Benchmark mode: the last call's output against the warm-up's, bit for bit (same inputs):
+  // not run | identical | differs. Not a verdict (the official runner does not look).
+  std::string repeat_check = "not run";
+  int64_t repeat_differing = 0;           // elements whose bits differ
+  double repeat_max_abs = 0;              // largest |difference| among them
   std::optional<OfficialVerdict> official;  // worst checked output
   std::optional<StrictVerdict> strict;
   std::string status = "ok";  // ok | failed

@@ -1,6 +1,7 @@
 #include "harness/runner.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -226,6 +227,18 @@ void check_output(ShapeResult& r, ShapeSession& session, const std::vector<doubl
                                    st.limit, st.max_abs));
 }
 
+// The last call's output against the warm-up's, bit for bit (benchmark mode calls on the same inputs).
+void compare_repeat(ShapeResult& r, const std::vector<float>& first, const std::vector<float>& last) {
+  r.repeat_differing = 0;
+  r.repeat_max_abs = 0;
+  for (std::size_t i = 0; i < first.size() && i < last.size(); ++i) {
+    if (std::bit_cast<uint32_t>(first[i]) == std::bit_cast<uint32_t>(last[i])) continue;
+    ++r.repeat_differing;
+    r.repeat_max_abs = std::max(r.repeat_max_abs, std::fabs(double(first[i]) - double(last[i])));
+  }
+  r.repeat_check = r.repeat_differing > 0 ? "differs" : "identical";
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -308,7 +321,11 @@ void run_shape(ShapeContext& c, const ShapeCase& s, bool warm_up, ShapeResult& r
     check_output(r, session, session.reference(), c.p, strict_limit);
   } else {
     std::vector<double> ref;
-    if (warm_up) ref = checked_warm_up();
+    std::vector<float> warm_up_out;  // benchmark mode: compared bit for bit with the last call's
+    if (warm_up) {
+      ref = checked_warm_up();
+      if (!leaderboard) warm_up_out = session.output();
+    }
     const int exposed_before = c.dev.host_exposed_timings();
     const auto t0 = std::chrono::steady_clock::now();
     for (uint64_t i = 0;; ++i) {
@@ -350,6 +367,7 @@ void run_shape(ShapeContext& c, const ShapeCase& s, bool warm_up, ShapeResult& r
       // Benchmark mode reuses one set of inputs, so the warm-up's reference also checks this output
       // (the official runner does not re-check here).
       if (!ref.empty()) check_output(r, session, ref, c.p, strict_limit);
+      if (!warm_up_out.empty()) compare_repeat(r, warm_up_out, session.output());
     }
   }
 }

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/atomic_file.hpp"
+#include "harness/cli_table.hpp"
 #include "harness/results.hpp"
 #include "harness/runner.hpp"
 #include "tests/catch.hpp"
@@ -66,6 +67,10 @@ std::vector<FakeVariant>& fakes() {
            for (int64_t i = 0; i < a.cfg.n; ++i) g_cached[i] = 2 * a.x[i] + 1;
          cached_n = a.cfg.n;
          for (int64_t i = 0; i < a.cfg.n; ++i) a.out[i] = to_bf16(g_cached[i]);
+       }},
+      {"jitter", [](const FakeArgs& a) {  // right every call, but the third element's last bit alternates
+         good(a);
+         if (g_calls++ % 2 == 1) a.out[2] ^= 1;
        }},
       {"throws", [](const FakeArgs&) { throw std::runtime_error("launch failed: invalid argument"); }},
   };
@@ -250,6 +255,33 @@ TEST_CASE("runner: benchmark mode times to the stop rule and re-checks the last 
   CHECK(flaky.shapes[0].stats.runs == 7);  // its timing is still reported
   // A replayed output is right in benchmark mode (same inputs) ...
   CHECK(run_fake("cache", Mode::benchmark).passed);
+}
+
+TEST_CASE("runner: benchmark mode compares the last output with the warm-up's, bit for bit") {
+  for (const auto& s : run_fake("good", Mode::benchmark).shapes) {
+    CHECK(s.repeat_check == "identical");
+    CHECK(s.repeat_differing == 0);
+  }
+  // The warm-up is an even call, the last timed call (the cpu device makes no escaped-work call) an odd
+  // one: they differ in the last bit of one element, within tolerance, so the run passes and says so.
+  const RunResult jitter = run_fake("jitter", Mode::benchmark);
+  REQUIRE(jitter.passed);
+  for (const auto& s : jitter.shapes) {
+    CHECK(s.repeat_check == "differs");
+    CHECK(s.repeat_differing == 1);
+    CHECK(s.repeat_max_abs > 0);
+    CHECK(s.repeat_max_abs < 0.05);
+  }
+  std::FILE* f = std::tmpfile();
+  cli::print_run_table(jitter, f);
+  std::rewind(f);
+  std::string text(4096, '\0');
+  text.resize(std::fread(text.data(), 1, text.size(), f));
+  std::fclose(f);
+  CHECK(text.find("not bit-repeatable: 1 of") != std::string::npos);
+  // Test and leaderboard modes make no such comparison.
+  CHECK(run_fake("good", Mode::test).shapes[0].repeat_check == "not run");
+  CHECK(run_fake("jitter", Mode::leaderboard).shapes[0].repeat_check == "not run");
 }
 
 TEST_CASE("runner: leaderboard mode checks every timed call on fresh inputs (seed + 13)") {
