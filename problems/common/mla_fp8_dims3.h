@@ -2,33 +2,38 @@
 // (problems/common/mla_fp8_dims2.h, Dims2<3, 3>: 8 dim warps, one block per SM, 64-token tiles, one bulk
 // copy a tile, 3-stage ring, MOVMs half after the reduction's loads, half in P V) with less work on the
 // shared-memory (MIO) pipe, which bounds v18's tile (docs/perf.md, section "mla_decode v18"). Options (OPT
-// bits, all measured in docs/perf-mla-large.md):
+// bits, all measured on the H200 in docs/perf-mla-large.md; v20 = F16P | QP | EF, R 2, S 3):
 //  - kF16P: Q K^T accumulated in f16 (mma .f16 accumulators, Q pre-scaled by 2^-3 so that a 64-dim partial
 //    of |q| <= 8, |k| <= 448 stays far below the f16 range), so the partial logits are f16x2 pairs: half
 //    the shared-memory round trip (a uint2 instead of a float4 a lane, m tile and n tile), half the
-//    accumulator registers; the 8 partials are summed as f16x2 and converted once;
+//    accumulator registers; the 8 partials are summed as f16x2 and converted once. Measured -1 to -6.4%;
 //  - kPM: the V^T fragments from byte pairs: for each K word pair (token g, token g + 8 of an m tile, the
 //    same 4 dims) two PRMTs make 16-bit units (token g, token g + 8) of one dim, a movmatrix transposes
 //    those (4 fp8 values a lane instead of 2 f16), then two e4m3x2 conversions give the A fragments of
 //    O^T = V^T P^T with the token order 2t, 2t+8 | 2t+1, 2t+9 inside each k16 step (the P^T ldmatrix rows
 //    follow it; the P^T chunks are swizzled for that order). Half the MOVMs (32 instead of 64 a warp and
 //    tile), the raw K words kept instead of the converted fragments (32 registers instead of 64), 64 more
-//    conversions a warp and tile (ALU, not MIO);
+//    conversions a warp and tile. Measured SLOWER (+1.2 to +3.2%: the conversions cost more than the MOVMs);
 //  - kQP: each item's Q bulk-copied into shared memory (two buffers, one item ahead) instead of global
-//    loads at the item's start (the item switch of bs 256 / kv 1024).
+//    loads at the item's start (the item switch of bs 256 / kv 1024). Measured -1 us without EF, ~0 with it;
 //  - kEF: the KV tiles' bulk copies with an L2 evict_first policy: the timed call starts with L2 full of the
 //    cache flush's dirty lines; KV read once does not need to displace them (each displaced line is a DRAM
-//    write-back competing with the KV reads, ~50 MB against 151 MB of KV at bs 32 / kv 8192).
+//    write-back competing with the KV reads, ~50 MB against 151 MB of KV at bs 32 / kv 8192). Measured
+//    -2.0 to -3.0 us on all four large shapes;
 //  - kMG: when every block has exactly one item of a split plan (bs 32 / kv 8192: 32 x 4 splits, bs 64 /
 //    kv 8192: 64 x 2, on 128 SMs), no combine kernel: the kernel is a cooperative launch (all blocks
 //    resident, or the launch fails), each block writes its partial (O, log2-sum-exp) as before, counts
 //    itself on its batch's counter (a __device__ array of this header, zero at module load, put back to
 //    zero by the last block to leave), waits until all the batch's splits have written, then merges the
-//    heads h = split (mod splits) of its batch from the partials in L2 and writes them.
+//    heads h = split (mod splits) of its batch from the partials in L2 and writes them. Measured -0.7 us at
+//    4 splits, +1.4 us at 2 (a block waits for its batch's slowest split); off in v20;
 //  - kSP: the kv_indptr pairs of the block's items loaded once at the kernel's start into shared memory
 //    (v18 loads them at each item's start: a dependent DRAM round trip queued behind the KV copies).
+//    Measured no change; off in v20.
 // R: the m tiles whose V^T fragments are made right after the reduction's loads are issued (the rest in
-// P V before their mma); v18: 2.
+// P V before their mma); v18: 2 (3 and 4 measured within 1%).
+// Interface for composed variants: Dims3<S, OPT, R>::applies(cfg) (batch * kv_len > 65536), workspace_bytes(cfg),
+// launch(args).
 #pragma once
 #include <cstring>
 

@@ -1,7 +1,8 @@
 // v20: v18 with a dims tile of less shared-memory (MIO) work on the shapes above batch * kv_len = 65536
 // tokens (bs 32 / kv 8192, bs 64 / kv 8192, bs 256 / kv 1024 and 8192): problems/common/mla_fp8_dims3.h
-// (f16 partial logits, Q of the next item bulk-copied into shared memory, KV copies with an L2 evict_first
-// policy, the splits of bs 32 / 64 merged in the kernel instead of a combine kernel). Smaller shapes: v18's path, i.e. v16's dims-cluster kernels, unchanged.
+// (Dims3<3, F16P | QP | EF>: f16 partial logits, Q of the next item bulk-copied into shared memory, KV copies
+// with an L2 evict_first policy; v18's combine kernel for the split shapes). Smaller shapes: v18's path, i.e.
+// v16's dims-cluster kernels, unchanged.
 // Measurements: docs/perf-mla-large.md. AMD builds run v6's kernel, as v8, v11-v18 do.
 #include "problems/common/mla_fp8_tile.h"
 #include "problems/common/mla_fp8_dims_cluster.h"
@@ -38,7 +39,9 @@ struct V20 {
       Large::launch(a);
   }
 };
-using Final = V20<mla_dims3::Dims3<3, mla_dims3::kF16P | mla_dims3::kQP | mla_dims3::kEF | mla_dims3::kMG | mla_dims3::kSP, 2>>;
+// Measured as "v20h" in call 3 (docs/perf-mla-large.md; the same options as call 2's "v20"): f16 partial logits,
+// the Q bulk copy, evict_first KV copies; the in-kernel merge (MG) and the kv_indptr table (SP) measured no better.
+using Final = V20<mla_dims3::Dims3<3, mla_dims3::kF16P | mla_dims3::kQP | mla_dims3::kEF, 2>>;
 size_t workspace_bytes(const MlaDecodeConfig& c) { return Final::workspace_bytes(c); }
 void launch(const MlaDecodeArgs& a) { Final::launch(a); }
 #endif
@@ -47,19 +50,5 @@ void launch(const MlaDecodeArgs& a) { Final::launch(a); }
 
 MLA_DECODE_VARIANT("v20", gpu,
                    "v18 + for batch * kv > 65536 a tile with half the shared-memory round trip (f16 partial logits), "
-                   "next item's Q bulk-copied ahead, KV copies L2 evict_first, splits merged in the kernel",
+                   "next item's Q bulk-copied ahead, KV copies L2 evict_first",
                    "q,kv_fp8,kv_fp8_scale,kv_indptr", 0);
-
-#if !defined(__HIP_PLATFORM_AMD__)
-#define MLA_V20_VARIANT(NS, NAME, C_, DESC)                                                     \
-  namespace NS {                                                                                 \
-  using C = V20<C_>;                                                                             \
-  size_t workspace_bytes(const MlaDecodeConfig& c) { return C::workspace_bytes(c); }            \
-  void launch(const MlaDecodeArgs& a) { C::launch(a); }                                          \
-  MLA_DECODE_VARIANT(NAME, gpu, DESC, "q,kv_fp8,kv_fp8_scale,kv_indptr", 0);                     \
-  }
-using D3H = mla_dims3::Dims3<3, mla_dims3::kF16P | mla_dims3::kQP | mla_dims3::kEF, 2>;
-using D3I = mla_dims3::Dims3<3, mla_dims3::kF16P | mla_dims3::kQP | mla_dims3::kEF | mla_dims3::kMG | mla_dims3::kSP, 3>;
-MLA_V20_VARIANT(v20_h, "v20h", D3H, "measurement: v20 with the combine kernel (call 2's v20)")
-MLA_V20_VARIANT(v20_i, "v20i", D3I, "measurement: v20 with 3 m tiles' V^T made in the reduction")
-#endif
