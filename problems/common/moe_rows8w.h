@@ -1,21 +1,22 @@
-// moe_rows8b.h's 8-row chain (prologue, gate_up with per-tile ready counters, down_dyn taking work items as
-// tiles finish, combine) with the gate_up on the Hopper warpgroup MMA instead of f16 mma.sync:
-//  - gate_up_wg: one warpgroup a block, 64 weight rows (32 gate + 32 up, as gate_up_f16b) x the tile's 8
-//    sorted rows; A = the weights decoded into e4m3 registers (moe_wg8::decode, 7 integer ops a word
-//    against the f16 decode's 11; value x 2^-6), B = the activations as e4m3 in MMA-k order read by the
-//    tensor unit from shared memory (the down kernel's canonical no-swizzle K-major stage layout); one
-//    wgmma m64n8k32 per k-block into a fresh accumulator, G k-blocks a group, the group before the one
-//    in flight scaled into acc (acc += d x 2^(sw + sx + 6) in k order, as moe_wg8::down_stage); the
-//    A words read by ldmatrix.x4 (two k-blocks' fragments in one instruction); the last group of a
-//    stage finished after the next stage's copy wait (CARRY), so its wgmma latency overlaps the wait;
-//  - FOLD: the prologue stores a 32-block of the hidden states as e4m3 of value x 2^s when -5 <= s <= 6
-//    (every value a normal e4m3) with the scale word of s = 0, flags per (token, 256 values) any block it
-//    could not fold; a gate_up block whose 8 tokens are all folded runs without the activation scale
-//    words (scale = 2^(sw + 6): one byte permute and one shift-add a row and k-block);
-//  - everything after gate_up (down_dyn, combine) is moe_rows8b's code.
-// Every per-k-block product d is exact in fp32 (as in the f16 form: <= 32 products of e2m1 values with
-// one power-of-two scale), and acc += d x scale is the same fmaf sequence in the same k order, so the
-// output is v19 / v20's bit for bit. NVIDIA only (MOE_WG8_HOST); the wgmma needs sm_90a (MOE_WG8_DEVICE).
+// moe_rows8b.h's 8-row chain (v19 / v20: prologue, f16 gate_up with per-tile ready counters, down_dyn taking
+// work items as tiles finish, combine) with two changes to the gate_up (measured in docs/perf-moe-rows8.md):
+//  - PRE: the first STAGES - 1 stages of weights and weight scales are copied before the dependent-launch
+//    wait. The prologue's route block zeroes a route-done flag before it lets the dependent gate_up grid be
+//    scheduled, and sets it (after a fence) once the tiles, pair list and counters are written; a gate_up
+//    block waits for the flag (one thread, acquire), reads its tile, issues its weight copies, and only then
+//    waits for the prologue grid (the quantized activations). The weights of the first wave are copied while the
+//    prologue quantizes;
+//  - LDSM: the A words of two k-blocks (rows g, g + 8 of k-blocks u, u + 1) by one ldmatrix.x4 instead of four
+//    32-bit shared loads.
+// Measured (H200, benchmark mode, one call; E257 bs16 / bs128 / E33 bs16, us): both 118.7 / 265.8 / 85.5 against
+// v20's 118.2 / 267.3 / 91.5; in a second call LDSM alone 119.0 / 263.2 / 86.1, PRE alone 119.9 / 271.1 / 87.2,
+// neither 119.7 / 268.4 / 87.0: LDSM gains a little at bs128, PRE nothing measurable; most of the E33 bs16 gain is
+// the overlapped chain itself (v20 ran v16's chain there).
+// Everything else is moe_rows8b's code (quantizer with FOLD, gate_up_f16b's mainloop and epilogue, down_dyn,
+// combine): the same products in the same order, so the output is v19 / v20's bit for bit.
+// A wgmma e4m3 form of this gate_up (and a down with a rotated copy plan) measured 2.3x slower; its code is
+// in the commit that first added this file.
+// NVIDIA only (MOE_WG8_HOST).
 #pragma once
 #include <type_traits>
 
@@ -28,31 +29,43 @@ using moe_pipeline::Tile;
 using moe_pipeline::Workspace;
 
 #if defined(MOE_WG8_HOST)
+using moe_rows8b::Sync;
 using moe_wg8::kLanes;
 using moe_wg8::kThreads;
-using moe_rows8b::Sync;
-
-// e4m3 bits of (e2m1 value of code) x 2^s, exact and normal (or zero) for -5 <= s <= 6; s = 0 gives
-// mxfp4::e2m1_to_e4m3.
-__device__ inline uint32_t e4m3_folded(uint32_t code, int s) {
-  const uint32_t em = code & 7u;
-  const uint32_t mag = (em >> 1) ? uint32_t(int(em) + 12 + 2 * s) << 2 : (em ? uint32_t(6 + s) << 3 : 0u);
-  return mag | ((code & 8u) << 4);
-}
 
 constexpr int kPrologueThreads = moe_rows8b::kPrologueThreads;
-// moe_rows8b::quantize_route_b's route (block 0: pair sort, tiles, counters, routing weight per sorted
-// row) with the activations as e4m3 in MMA-k order (moe_wg8::position: element 8t + 2i of a 32-block at
-// byte 4t + i, 8t + 2i + 1 at 16 + 4t + i), int32 scale words (s + 6) << 23 (moe_wg8::scale_word), FOLD
-// as described above.
+
+// moe_rows8b's workspace, then the route-done flag.
+inline size_t workspace8w(const MoeConfig& c) { return moe_rows8b::workspace8b(c) + 256; }
+inline int* route_flag(const MoeConfig& c, void* base) {
+  return reinterpret_cast<int*>(static_cast<char*>(base) + moe_rows8b::workspace8b(c));
+}
+
+__device__ inline int ld_acquire(const int* p) {
+  int v = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+#else
+  v = *const_cast<volatile const int*>(p);
+#endif
+  return v;
+}
+
+// moe_rows8b::quantize_route_b<FOLD> plus the route-done flag: block 0 zeroes it before its dependent-launch
+// release (so no gate_up block can see the previous call's value) and sets it after the route's writes.
 template <bool FOLD>
 __global__ __launch_bounds__(kPrologueThreads) void quantize_route_w(MoeArgs a, Workspace ws, int P, int E, int rows_max,
                                                                      int64_t n8, int* sync_base, int n_sync,
-                                                                     uint8_t* unfolded, float* row_w) {
-  moe_wg8::dep_release();
+                                                                     uint8_t* unfolded, float* row_w, int* flag) {
   extern __shared__ int smem_route_w[];
   const int tid = threadIdx.x;
   if (blockIdx.x == 0) {
+    if (tid == 0) {
+      *flag = 0;
+      __threadfence();
+    }
+    __syncthreads();
+    moe_wg8::dep_release();
     constexpr int tile_rows = 8;
     int* count = smem_route_w;
     int* row_off = smem_route_w + E;
@@ -94,35 +107,36 @@ __global__ __launch_bounds__(kPrologueThreads) void quantize_route_w(MoeArgs a, 
         row_w[r] = a.topk_weights[p];
       }
     }
+    __threadfence();  // this thread's route writes, before the block's flag
+    __syncthreads();
+    if (tid == 0) atomicExch(flag, 1);
     return;
   }
+  moe_wg8::dep_release();
+  using D = moe_tile::F16Decode;
   const int64_t i = int64_t(blockIdx.x - 1) * blockDim.x + tid;
   float v[8];
   const int s = moe_tiled::hidden8_block_scale(a.hidden_states, i, n8, v);
   if (i >= n8) return;
   const float mul = numerics::exp2_f32(-s);
-  const bool fold = FOLD && s >= -5 && s <= 6;
-  // Thread q = i % 4 of its 32-block holds elements 8q .. 8q + 7: even ones to bytes 4q + j, odd ones to
-  // bytes 16 + 4q + j (moe_wg8::position).
-  uint32_t lo = 0, hi = 0;
+  const bool fold = FOLD && s >= -13 && s <= 13;
+  uint32_t out[4] = {};
 #pragma unroll
   for (int k = 0; k < 8; ++k) {
+    const int pos = D::position(k);
     const uint32_t code = moe_wg8::e2m1_code(v[k], mul);
-    const uint32_t b = fold ? e4m3_folded(code, s) : mxfp4::e2m1_to_e4m3(code);
-    if (k % 2 == 0) lo |= b << (8 * (k / 2));
-    else hi |= b << (8 * (k / 2));
+    const uint32_t h = fold ? moe_rows8b::encode_folded(code, s) : D::encode(code, s);
+    out[pos / 2] |= h << (16 * (pos % 2));
   }
-  uint8_t* blk = ws.x8 + (i / 4) * 32 + (i % 4) * 4;
-  *reinterpret_cast<uint32_t*>(blk) = lo;
-  *reinterpret_cast<uint32_t*>(blk + 16) = hi;
-  if (i % 4 == 0) reinterpret_cast<int32_t*>(ws.xs)[i / 4] = moe_wg8::scale_word(fold ? 0 : s);
+  reinterpret_cast<uint4*>(ws.x8)[i] = make_uint4(out[0], out[1], out[2], out[3]);
+  if (i % 4 == 0) reinterpret_cast<int32_t*>(ws.xs)[i / 4] = int32_t(uint32_t((fold ? 0 : s) + 14) << 23);
   if constexpr (FOLD) {  // n8 is a multiple of the warp's lanes (H / 8 is)
     const unsigned any = __ballot_sync(0xffffffffu, !fold);
     if (i % kLanes == 0) unfolded[i / kLanes] = any != 0u;
   }
 }
 
-#if defined(MOE_WG8_DEVICE)
+#if defined(__CUDA_ARCH__)
 __device__ inline void ldsm_x4(uint32_t addr, uint32_t (&r)[4]) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -130,37 +144,69 @@ __device__ inline void ldsm_x4(uint32_t addr, uint32_t (&r)[4]) {
 }
 #endif
 
-// gate_up on wgmma. C: moe_wg8::Cfg<1, KS, STAGES, G, *> (64 rows, 8 columns, KS k-blocks a stage, G
-// k-blocks a wgmma group). grid (I / 32 slices, tiles_max): a tile's slices are consecutive blocks;
-// each block adds 1 to ready[tile] after its requantized activations are stored (moe_rows8b's protocol).
-template <class C, int MINB, bool FOLD = true, bool LDSM = true, bool CARRY = true, bool FOLD_ONLY = false>
-__global__ __launch_bounds__(kThreads, MINB) void gate_up_wg(MoeArgs a, Workspace ws, Sync sy) {
-  static_assert(C::MT == 1 && C::BN == 8 && C::KS == 8, "64 rows x 8 columns, 8 k-blocks a stage");
-  static_assert((C::KS / C::G) % 2 == 0, "an even number of groups a stage (A / d double buffers)");
-  static_assert(!LDSM || C::G % 2 == 0, "ldmatrix.x4 reads two k-blocks");
-  extern __shared__ __align__(128) uint8_t smem_r8w[];
-  uint8_t* smem = smem_r8w;
-  __shared__ int rg[4];
-  __shared__ const uint8_t* xrow[8];
-  __shared__ const uint8_t* xsrow[8];
-  __shared__ int token_s[8];
-  moe_wg8::dep_wait();
-  moe_wg8::dep_release();
+// moe_rows8b::gate_up_f16b<C, MINB, FOLD> with PRE and LDSM (see the header comment). grid (I / 32, tiles_max).
+template <class C, int MINB, bool FOLD = true, bool LDSM = true, bool PRE = true>
+__global__ __launch_bounds__(kThreads, MINB) void gate_up_f16w(MoeArgs a, Workspace ws, Sync sy, const int* flag) {
+  static_assert(!LDSM || C::KS_ % 2 == 0, "ldmatrix.x4 reads two k-blocks");
+  extern __shared__ __align__(128) uint8_t smem_f16w[];
+  uint8_t* smem = smem_f16w;
+  __shared__ int rg[C::BM / 16];
+  __shared__ const uint8_t* xrow[C::BN];
+  __shared__ const uint8_t* xsrow[C::BN];
+  __shared__ int token_s[C::BN];
+  __shared__ int2 tile_sh;
   const int tile_index = int(blockIdx.y);
-  if (tile_index >= *ws.n_tiles) return;
-  const Tile tile = ws.tiles[tile_index];
   const int H = a.cfg.d_hidden, I = a.cfg.d_expert, T = a.cfg.total_top_k, KB = H / 32;
-  constexpr int kHalf = 32, KS = C::KS, G = C::G, NG = KS / G;
+  constexpr int kHalf = C::BM / 2, KS = C::KS_;
   const int n0 = blockIdx.x * kHalf;
-  if (threadIdx.x < 4) {
-    const int i = threadIdx.x;
-    rg[i] = (i < 2 ? n0 : I + n0 - kHalf) / 16 + i;
+  const int tid = threadIdx.x, lane = tid % kLanes, warp = tid / kLanes, g = lane / 4, t = lane % 4;
+  if constexpr (PRE) {
+    if (tid == 0) {
+      while (ld_acquire(flag) == 0) __nanosleep(64);
+      const int nt = __ldcg(ws.n_tiles);
+      tile_sh = tile_index < nt ? __ldcg(reinterpret_cast<const int2*>(ws.tiles) + tile_index) : make_int2(-1, 0);
+    }
+    __syncthreads();
+  } else {
+    moe_wg8::dep_wait();
+    moe_wg8::dep_release();
+    if (tid == 0)
+      tile_sh = tile_index < *ws.n_tiles ? *(reinterpret_cast<const int2*>(ws.tiles) + tile_index) : make_int2(-1, 0);
+    __syncthreads();
   }
-  if (threadIdx.x < 8) {
-    const int c = threadIdx.x;
-    const int p = ws.sorted_pair[tile.row0 + c];
+  if (tile_sh.x < 0) return;
+  const Tile tile{tile_sh.x, tile_sh.y};
+  for (int i = tid; i < C::BM / 16; i += kThreads) rg[i] = (i < kHalf / 16 ? n0 : I + n0 - kHalf) / 16 + i;
+  __syncthreads();
+  const uint8_t* wbase = a.gate_up_weight_shuffled + int64_t(tile.expert) * 2 * I * (H / 2);
+  const uint8_t* sbase = a.gate_up_weight_scale + int64_t(tile.expert) * 2 * I * KB;
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#if defined(__CUDA_ARCH__)
+  const int nk = KB / KS;
+  const uint32_t rg_bytes = uint32_t(H / 64) * 512u;
+  uint32_t woff[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) woff[j] = uint32_t(rg[j]) * rg_bytes + tid * 16;
+  const uint32_t soff = (uint32_t(rg[(tid % 64) / 16]) * 16 + tid % 16) * uint32_t(KB);
+  auto load_w = [&](int slot, int kb0) {
+    uint8_t* st = smem + slot * C::kStageBytes;
+    const uint8_t* wb = wbase + kb0 * 256;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) moe_tile::cp_async<16>(st + C::kW + j * KS * 256 + tid * 16, wb + woff[j]);
+    if (tid < 64) moe_tile::cp_async<KS>(st + C::kWs + tid * KS, sbase + soff + kb0);
+  };
+  if constexpr (PRE) {  // before the wait for the prologue grid: the weights do not depend on it
+#pragma unroll
+    for (int s = 0; s < C::ST - 1; ++s)
+      if (s < nk) load_w(s, s * KS);
+    moe_wg8::dep_wait();
+    moe_wg8::dep_release();
+  }
+#endif
+  for (int c = tid; c < C::BN; c += kThreads) {
+    const int p = __ldcg(ws.sorted_pair + tile.row0 + c);
     const int64_t token = p >= 0 ? p / T : 0;  // padding rows borrow token 0; never written back
-    xrow[c] = ws.x8 + token * H;
+    xrow[c] = ws.x8 + token * H * 2;
     xsrow[c] = ws.xs + token * KB * 4;
     token_s[c] = int(token);
   }
@@ -169,455 +215,174 @@ __global__ __launch_bounds__(kThreads, MINB) void gate_up_wg(MoeArgs a, Workspac
   if constexpr (FOLD) {
     const int fpt = H / (8 * kLanes);  // flag bytes a token
     int unf = 0;
-    for (int i = threadIdx.x; i < 8 * fpt; i += kThreads) unf |= sy.unfolded[int64_t(token_s[i / fpt]) * fpt + i % fpt];
+    for (int i = tid; i < C::BN * fpt; i += kThreads) unf |= sy.unfolded[int64_t(token_s[i / fpt]) * fpt + i % fpt];
     folded = __syncthreads_or(unf) == 0;
   }
-  const uint8_t* wbase = a.gate_up_weight_shuffled + int64_t(tile.expert) * 2 * I * (H / 2);
-  const uint8_t* sbase = a.gate_up_weight_scale + int64_t(tile.expert) * 2 * I * KB;
-  const int tid = threadIdx.x, lane = tid % kLanes, warp = tid / kLanes, g = lane / 4, t = lane % 4;
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#if defined(MOE_WG8_DEVICE)
-  using namespace moe_wg8;
-  const int nk = KB / KS;
-  const uint32_t rg_bytes = uint32_t(H / 64) * 512u;  // a 16-row group: 16 rows x H / 2 bytes
-  // Copy plan: all of stage s is copied by warp s % 4 (kWarps), so that the warp's proxy fence after its
-  // copy wait (the stage's activations are read by wgmma, the async proxy) waits for that stage only: a
-  // fence waits for every copy its thread has in flight, and with every thread copying a share of every
-  // stage it waited for all the stages ahead (measured: the pipeline collapsed to one stage of look-ahead,
-  // gate_up 2.3x slower). A lane copies 16 weight chunks (group r: chunks 32 q + lane), 2 scale rows (lane,
-  // lane + 32), 4 activation chunks (chunk lane + 32 q: row lane / 16 + 2 q, 16-byte chunk lane % 16).
-  constexpr int kWarps = kThreads / kLanes;
-  uint32_t woff[4];
+#if defined(__CUDA_ARCH__)
+  const uint8_t* xsrc[2];
+  int xdst[2];
 #pragma unroll
-  for (int j = 0; j < 4; ++j) woff[j] = uint32_t(rg[j]) * rg_bytes + lane * 16;
-  uint32_t soff[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) soff[h] = (uint32_t(rg[(lane + 32 * h) / 16]) * 16 + lane % 16) * uint32_t(KB);
-  const uint32_t smem_s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  for (int j = 0; j < 2; ++j) {
+    const int i = tid + kThreads * j, c = i / (KS * 4), ch = i % (KS * 4);
+    xsrc[j] = xrow[c] + ch * 16;
+    xdst[j] = C::kX + c * C::kXStride + ch * 16;
+  }
+  const uint8_t* xssrc = xsrow[(tid / 2) % 8] + (tid % 2) * 16;
+  const int xsdst = C::kXs + ((tid / 2) % 8) * KS * 4 + (tid % 2) * 16;
   const int a_off = C::kW + warp * KS * 256 + 4 * lane;
-  // ldmatrix.x4 row addresses: lane i gives row i % 8 of matrix i / 8 = (k-block + i / 16, half (i / 8) % 2).
-  const uint32_t a_ldsm = uint32_t(C::kW + warp * KS * 256 + (lane / 16) * 256 + ((lane / 8) % 2) * 128 + (lane % 8) * 16);
+  // ldmatrix.x4 row addresses: lane i gives row i % 8 of matrix i / 8 = (k-block + i / 16, rows 8 ((i / 8) % 2) ..).
+  const uint32_t a_ldsm = static_cast<uint32_t>(__cvta_generic_to_shared(smem)) +
+                          uint32_t(C::kW + warp * KS * 256 + (lane / 16) * 256 + ((lane / 8) % 2) * 128 + (lane % 8) * 16);
   const int ws_off = C::kWs + (warp * 16 + g) * KS;
+  const int b_off = C::kX + g * C::kXStride + 16 * t;
   const int xs_off = C::kXs + 2 * t * KS * 4;
-
   auto run = [&](auto fold_tag) {
     constexpr bool F = decltype(fold_tag)::value;
-    auto load = [&](int slot, int kb0) {  // the owner warp's 32 lanes
+    auto load_x = [&](int slot, int kb0) {
       uint8_t* st = smem + slot * C::kStageBytes;
-      const uint8_t* wb = wbase + kb0 * 256;
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
-#pragma unroll
-        for (int q = 0; q < 4; ++q)
-          moe_tile::cp_async<16>(st + C::kW + j * KS * 256 + q * 512 + lane * 16, wb + woff[j] + q * 512);
-#pragma unroll
-      for (int h = 0; h < 2; ++h) moe_tile::cp_async<KS>(st + C::kWs + (lane + 32 * h) * KS, sbase + soff[h] + kb0);
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const int c = lane / 16 + 2 * q, xch = lane % 16;
-        moe_tile::cp_async<16>(st + C::kX + xch * 128 + c * 16, xrow[c] + kb0 * 32 + xch * 16);
-      }
-      if (!F && lane < 16)
-        moe_tile::cp_async<16>(st + C::kXs + (lane / 2) * KS * 4 + (lane % 2) * 16, xsrow[lane / 2] + kb0 * 4 + (lane % 2) * 16);
+      for (int j = 0; j < 2; ++j) moe_tile::cp_async<16>(st + xdst[j], xsrc[j] + kb0 * 64);
+      if (!F && tid < 16) moe_tile::cp_async<16>(st + xsdst, xssrc + kb0 * 4);
     };
-    uint32_t av[2][G][4];
-    float d[2][G][4];
-    float pend[G][4];  // scales of the group carried into the next iteration
-    auto issue = [&](const uint8_t* st, uint32_t st_s, uint64_t desc0, int grp) {
-      const int b = grp & 1;
-      if constexpr (LDSM) {
+    auto compute = [&](int slot) {
+      const uint8_t* st = smem + slot * C::kStageBytes;
+      const uint2 wg0 = *reinterpret_cast<const uint2*>(st + ws_off);
+      const uint2 wg8 = *reinterpret_cast<const uint2*>(st + ws_off + 8 * KS);
+      const uint32_t wsw[2][2] = {{wg0.x, wg0.y}, {wg8.x, wg8.y}};
+      int32_t xsw[2][KS];
 #pragma unroll
-        for (int uu = 0; uu < G; uu += 2) {
-          const int u = grp * G + uu;
-          uint32_t r[4];
-          ldsm_x4(st_s + a_ldsm + uint32_t(u * 256), r);
-          decode(r[0], av[b][uu][0], av[b][uu][2]);
-          decode(r[1], av[b][uu][1], av[b][uu][3]);
-          decode(r[2], av[b][uu + 1][0], av[b][uu + 1][2]);
-          decode(r[3], av[b][uu + 1][1], av[b][uu + 1][3]);
+      for (int c = 0; c < 2; ++c)
+#pragma unroll
+        for (int q = 0; q < KS / 4; ++q) {
+          int4 v = make_int4(14 << 23, 14 << 23, 14 << 23, 14 << 23);
+          if constexpr (!F) v = *reinterpret_cast<const int4*>(st + xs_off + c * KS * 4 + q * 16);
+          xsw[c][4 * q] = v.x;
+          xsw[c][4 * q + 1] = v.y;
+          xsw[c][4 * q + 2] = v.z;
+          xsw[c][4 * q + 3] = v.w;
         }
-      } else {
+      uint32_t wpair[4];
 #pragma unroll
-        for (int uu = 0; uu < G; ++uu) {
-          const uint8_t* p = st + a_off + (grp * G + uu) * 256;
-          decode(*reinterpret_cast<const uint32_t*>(p), av[b][uu][0], av[b][uu][2]);
-          decode(*reinterpret_cast<const uint32_t*>(p + 128), av[b][uu][1], av[b][uu][3]);
+      for (int u = 0; u < KS; ++u) {
+        uint32_t w0, w1;
+        if constexpr (LDSM) {
+          if (u % 2 == 0) ldsm_x4(a_ldsm + uint32_t(slot * C::kStageBytes + u * 256), wpair);
+          w0 = wpair[2 * (u % 2)];
+          w1 = wpair[2 * (u % 2) + 1];
+        } else {
+          const uint8_t* p = st + a_off + u * 256;
+          w0 = *reinterpret_cast<const uint32_t*>(p);
+          w1 = *reinterpret_cast<const uint32_t*>(p + 128);
         }
-      }
-      wg_fence();
-#pragma unroll
-      for (int uu = 0; uu < G; ++uu) wg_mma(d[b][uu], av[b][uu], desc0 + uint64_t((grp * G + uu) * 16));
-      wg_commit();
-    };
-    auto finish = [&](int b, const float (&sc)[G][4]) {
-#pragma unroll
-      for (int uu = 0; uu < G; ++uu) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) reg_fence(d[b][uu][i]);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) acc[i] = fmaf(d[b][uu][i], sc[uu][i], acc[i]);
-      }
-    };
-    // Scales of group grp: [uu][2 r + c] for rows g + 8 r, columns 2 t + c. Unfolded: the activation scale
-    // words are read from the stage here (a rare path: kept out of registers).
-    auto scales = [&](const uint8_t* st, int grp, const uint32_t (&wsw)[2][2], float (&sc)[G][4]) {
-#pragma unroll
-      for (int uu = 0; uu < G; ++uu) {
-        const int u = grp * G + uu;
-        int32_t xw[2] = {scale_word(0), scale_word(0)};
-        if constexpr (!F) {
-#pragma unroll
-          for (int c = 0; c < 2; ++c) xw[c] = *reinterpret_cast<const int32_t*>(st + xs_off + c * KS * 4 + u * 4);
-        }
+        uint32_t lo[4], hi[4];
+        moe_wg8::decode_f16(w0, lo);
+        moe_wg8::decode_f16(w1, hi);
+        const uint4 bv = *reinterpret_cast<const uint4*>(st + b_off + u * 64);
+        const uint32_t a1[4] = {lo[0], hi[0], lo[1], hi[1]}, a2[4] = {lo[2], hi[2], lo[3], hi[3]};
+        const uint32_t b1[2] = {bv.x, bv.y}, b2[2] = {bv.z, bv.w};
+        const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        float h[4], d[4];
+        moe_mma::mma_f16_16x8x16(h, a1, b1, zero);
+        moe_mma::mma_f16_16x8x16(d, a2, b2, h);
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           const uint32_t bw = __byte_perm(wsw[r][u / 4], 0u, 0x4440u + (u % 4));
 #pragma unroll
-          for (int c = 0; c < 2; ++c) sc[uu][2 * r + c] = __int_as_float(int32_t(bw << 23) + xw[c]);
+          for (int c = 0; c < 2; ++c)
+            acc[2 * r + c] = fmaf(d[2 * r + c], __int_as_float(int32_t(bw << 23) + xsw[c][u]), acc[2 * r + c]);
         }
       }
     };
-    auto compute = [&](int slot) {
-      const uint8_t* st = smem + slot * C::kStageBytes;
-      const uint32_t st_s = smem_s + uint32_t(slot * C::kStageBytes);
-      const uint64_t desc0 = smem_desc(st_s + C::kX);
-      const uint2 wg0 = *reinterpret_cast<const uint2*>(st + ws_off);
-      const uint2 wg8 = *reinterpret_cast<const uint2*>(st + ws_off + 8 * KS);
-      const uint32_t wsw[2][2] = {{wg0.x, wg0.y}, {wg8.x, wg8.y}};
 #pragma unroll
-      for (int grp = 0; grp < NG; ++grp) {
-        issue(st, st_s, desc0, grp);
-        if (grp > 0) {
-          wg_wait<1>();
-          float sc[G][4];
-          scales(st, grp - 1, wsw, sc);
-          finish((grp - 1) & 1, sc);
-        }
+    for (int s = 0; s < C::ST - 1; ++s) {
+      if (s < nk) {
+        if constexpr (!PRE) load_w(s, s * KS);
+        load_x(s, s * KS);
       }
-      scales(st, NG - 1, wsw, pend);
-      if constexpr (!(CARRY && F)) {
-        wg_wait<0>();
-        finish((NG - 1) & 1, pend);
-      }
-    };
-    static_assert(C::STAGES <= kWarps + 1, "a warp has one stage in flight when it waits");
-#pragma unroll
-    for (int s = 0; s < C::STAGES - 1; ++s)
-      if (s < nk && warp == s % kWarps) {
-        load(s, s * KS);
-        moe_tile::cp_commit();
-      }
-    for (int ks = 0; ks < nk; ++ks) {
-      if (warp == ks % kWarps) {  // stage ks is this warp's only copy group in flight
-        moe_tile::cp_wait<0>();
-        proxy_fence();  // the landed copies -> visible to wgmma's shared-memory reads
-      }
-      if constexpr (CARRY && F) {
-        if (ks > 0) {  // the previous stage's last group: its wgmma ran during the copy wait
-          wg_wait<0>();
-          finish((NG - 1) & 1, pend);
-        }
-      }
-      __syncthreads();  // stage ks landed for every thread; stage ks - 1 is no longer read
-      const int next = ks + C::STAGES - 1;
-      if (next < nk && warp == next % kWarps) {
-        load(next % C::STAGES, next * KS);
-        moe_tile::cp_commit();
-      }
-      compute(ks % C::STAGES);
+      moe_tile::cp_commit();
     }
-    if constexpr (CARRY && F) {
-      wg_wait<0>();
-      finish((NG - 1) & 1, pend);
+    for (int ks = 0; ks < nk; ++ks) {
+      moe_tile::cp_wait<C::ST - 2>();
+      __syncthreads();  // stage ks landed for every thread; stage ks - 1 is no longer read
+      const int next = ks + C::ST - 1;
+      if (next < nk) {
+        load_w(next % C::ST, next * KS);
+        load_x(next % C::ST, next * KS);
+      }
+      moe_tile::cp_commit();
+      compute(ks % C::ST);
     }
     moe_tile::cp_wait<0>();
   };
-  if (FOLD_ONLY || (FOLD && folded)) run(std::true_type{});
+  if (FOLD && folded) run(std::true_type{});
   else run(std::false_type{});
 #else
-  (void)wbase, (void)sbase, (void)tid, (void)lane, (void)warp, (void)folded;
-#if defined(__CUDA_ARCH__)
-  __trap();  // built without sm_90a features: never dispatched to
+  (void)wbase, (void)sbase, (void)lane, (void)warp, (void)folded;
 #endif
-#endif
-  __syncthreads();  // the pipeline buffers become the fp32 tile [8][64 + 4]
-  constexpr int kStride = 64 + 4;
+  __syncthreads();  // the pipeline buffers become the fp32 tile [BN][BM + 4]
+  constexpr int kStride = C::BM + 4;
   float* tile_f = reinterpret_cast<float*>(smem);
 #pragma unroll
   for (int i = 0; i < 4; ++i) tile_f[(2 * t + (i & 1)) * kStride + warp * 16 + g + 8 * (i >> 1)] = acc[i];
   __syncthreads();
-  moe_wg8::swiglu_requant<8, kHalf, kThreads>(tile_f, kStride, tile, n0, I, ws);
+  moe_wg8::swiglu_requant<C::BN, kHalf, kThreads>(tile_f, kStride, tile, n0, I, ws);
   __threadfence();  // this thread's a8 / as stores, before the block's signal
   __syncthreads();
   if (threadIdx.x == 0) atomicAdd(sy.ready + tile_index, 1);
 }
 
-// moe_rows8b::down_dyn with the copy plan of gate_up_wg: stage g copied by warp g % 4 alone, so that the
-// owner's proxy fence (the activations are read by wgmma) waits for that stage only, not for the stages
-// ahead; only the owner warp waits for the item's ready count. Everything else (work queue, item ring, stage
-// compute, epilogue) is down_dyn's.
-template <class C, int AHEAD = 2>
-__global__ __launch_bounds__(kThreads, C::kMinBlocks) void down_rot(MoeArgs a, Workspace ws, Sync sy) {
-  static_assert(AHEAD >= 2 && AHEAD <= 3, "ring of 4 items");
-#if defined(MOE_WG8_DEVICE)
-  using namespace moe_wg8;
-  using moe_rows8b::ld_relaxed;
-  extern __shared__ __align__(128) uint8_t smem_rot[];
-  uint8_t* smem = smem_rot;
-  __shared__ int4 info[4];  // (weight offset / 16, scale offset / 16, row0, H column n0)
-  __shared__ int tile_s[4];  // tile index, -1: no item
-  __shared__ int ready_s[4];  // the tile's ready count when the item was taken
-  __shared__ int pair_s[4][8];
-  __shared__ float weight_s[4][8];
-  dep_release();  // combine's blocks may be scheduled; they wait for this grid's completion
-  const int H = a.cfg.d_hidden, I = a.cfg.d_expert, KB = I / 32;
-  const int NS = H / C::BM;
-  const int need = I / 32;  // gate_up blocks of a tile
-  const int n_all = __ldcg(ws.n_tiles) * NS;
-  const int tid = threadIdx.x, lane = tid % kLanes, warp = tid / kLanes;
-  const int t = lane % 4;
-  // Warp 0's registers of the item being taken.
-  int q_item = 0, q_p = -1, q_rdy = 0;
-  int2 q_tv = make_int2(0, 0);
-  float q_w = 0.0f;
-  auto take = [&] {  // lane 0 of warp 0
-    if (warp == 0 && lane == 0) q_item = atomicAdd(sy.head, 1);
-  };
-  auto issue_loads = [&] {  // warp 0, after take
-    if (warp != 0) return;
-    q_item = __shfl_sync(0xffffffffu, q_item, 0);
-    if (q_item < n_all) {
-      const int ti = q_item / NS;
-      q_tv = __ldcg(reinterpret_cast<const int2*>(ws.tiles) + ti);  // (expert, row0)
-      if (lane < 8) {
-        q_p = __ldcg(ws.sorted_pair + ti * 8 + lane);
-        q_w = __ldcg(sy.row_w + ti * 8 + lane);
-      }
-      if (lane == 0) q_rdy = ld_relaxed(sy.ready + ti);
-    }
-  };
-  auto store = [&](int j) {  // warp 0, into ring slot j % 4
-    if (warp != 0) return;
-    const int r = j & 3;
-    if (q_item < n_all) {
-      const int ti = q_item / NS, n0 = (q_item % NS) * C::BM;
-      if (lane == 0) {
-        const int64_t wo = int64_t(q_tv.x) * H * (I / 2) + int64_t(n0) * (I / 2);
-        const int64_t so = int64_t(q_tv.x) * H * KB + int64_t(n0) * KB;
-        info[r] = make_int4(int(wo >> 4), int(so >> 4), q_tv.y, n0);
-        tile_s[r] = ti;
-        ready_s[r] = q_rdy;
-      }
-      if (lane < 8) {
-        pair_s[r][lane] = q_p;
-        weight_s[r][lane] = q_w;
-      }
-    } else if (lane == 0) {
-      tile_s[r] = -1;
-    }
-  };
-#pragma unroll
-  for (int j = 0; j < AHEAD; ++j) {
-    take();
-    issue_loads();
-    store(j);
-  }
-  __syncthreads();
-  if (tile_s[0] < 0) return;
-
-  const int nk = KB / C::KS;  // stages an item (the host checks (AHEAD - 1) nk >= STAGES - 1)
-  const uint32_t rg_bytes = uint32_t(I / 64) * 512u;  // a 16-row group: 16 rows x I / 2 bytes
-  float acc[C::MT][4];
-#pragma unroll
-  for (int m = 0; m < C::MT; ++m)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) acc[m][i] = 0.0f;
-  // Copy plan: all of stage g is copied by warp g % kWarps (see gate_up_wg: a proxy fence waits for every
-  // copy its thread has in flight). Weights: chunk 32 j + lane of the stage (16-row group j / 2, chunk
-  // 32 (j % 2) + lane of the group's KS x 256 bytes); scales: rows lane + 32 j; activations: chunk lane + 32 q
-  // (row (lane + 32 q) / (2 KS), 16-byte chunk (lane + 32 q) % (2 KS)); activation scale words: lanes < 8 KS / 4.
-  constexpr int kWarps = kThreads / kLanes;
-  static_assert(C::STAGES <= kWarps + 1, "a warp has one stage in flight when it waits");
-  constexpr int kWPer = C::BM * C::KS / kLanes;
-  static_assert(C::KS * 16 == 2 * kLanes, "two lane rows of chunks a 16-row group");
-  constexpr int kSPer = C::BM / kLanes;
-  constexpr int kXPer = C::BN * C::KS * 2 / kLanes;
-  static_assert(C::BN * C::KS * 2 % kLanes == 0, "activation chunks");
-  constexpr int kXsChunks = C::BN * C::KS / 4;
-  const uint32_t smem_s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  const uint8_t* wglob = a.down_weight_shuffled;
-  const uint8_t* sglob = a.down_weight_scale;
-
-  auto valid = [&](int j) { return tile_s[j & 3] >= 0; };
-  auto load_w = [&](int g) {  // the owner warp
-    const int slot = g % C::STAGES, kb0 = (g % nk) * C::KS;
-    const int4 it = info[(g / nk) & 3];
-    uint8_t* st = smem + slot * C::kStageBytes;
-    const uint8_t* wb = wglob + (int64_t(uint32_t(it.x)) << 4) + kb0 * 256 + lane * 16;
-#pragma unroll
-    for (int j = 0; j < kWPer; ++j)
-      moe_tile::cp_async<16>(st + C::kW + j * 512 + lane * 16, wb + (j / 2) * rg_bytes + (j % 2) * 512);
-    const uint8_t* sb = sglob + (int64_t(uint32_t(it.y)) << 4) + kb0 + lane * KB;
-#pragma unroll
-    for (int j = 0; j < kSPer; ++j) moe_tile::cp_async<C::KS>(st + C::kWs + (lane + kLanes * j) * C::KS, sb + j * kLanes * KB);
-  };
-  auto wait_ready = [&](int j) {  // the item's activations are stored (every gate_up block of its tile signalled)
-    if (ready_s[j & 3] >= need) return;  // seen by warp 0 before a barrier
-    const int* flag = sy.ready + tile_s[j & 3];
-    while (ld_relaxed(flag) < need) __nanosleep(128);
-  };
-  auto load_x = [&](int g) {  // the owner warp
-    const int slot = g % C::STAGES, kb0 = (g % nk) * C::KS;
-    const int row0 = info[(g / nk) & 3].z;
-    uint8_t* st = smem + slot * C::kStageBytes;
-#pragma unroll
-    for (int q = 0; q < kXPer; ++q) {
-      const int i = lane + kLanes * q, xc = i / (C::KS * 2), xch = i % (C::KS * 2);
-      moe_tile::cp_async<16>(st + C::kX + xch * 128 + xc * 16, ws.a8 + int64_t(row0 + xc) * (KB * 32) + kb0 * 32 + xch * 16);
-    }
-    if (lane < kXsChunks) {
-      const int sc_c = lane / (C::KS / 4), sc_ch = lane % (C::KS / 4);
-      moe_tile::cp_async<16>(st + C::kXs + sc_c * C::KS * 4 + sc_ch * 16,
-                             ws.as + int64_t(row0 + sc_c) * (KB * 4) + kb0 * 4 + sc_ch * 16);
-    }
-  };
-  const int a_off = C::kW + warp * C::KS * 256 + 4 * lane;
-  const int ws_off = C::kWs + (warp * 16 + lane / 4) * C::KS;
-  const int xs_off = C::kXs + 2 * t * C::KS * 4;
-  const int r0 = warp * 16 + lane / 4, c0 = 2 * (lane % 4);
-  auto epi = [&](int j) {
-    const int r = j & 3, n0 = info[r].w;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int c = c0 + h, p = pair_s[r][c];
-      if (p < 0) continue;
-      const float wt = weight_s[r][c];
-      float* dst = ws.y + int64_t(p) * H + n0;
-#pragma unroll
-      for (int m = 0; m < C::MT; ++m) {
-        dst[64 * m + r0] = wt * acc[m][h];
-        dst[64 * m + r0 + 8] = wt * acc[m][h + 2];
-      }
-    }
-  };
-
-  // Weights of the first stages before the ready waits (as down_dyn), each by its owner warp.
-#pragma unroll
-  for (int s = 0; s < C::STAGES - 1; ++s)
-    if (warp == s % kWarps && valid(s / nk)) load_w(s);
-#pragma unroll
-  for (int s = 0; s < C::STAGES - 1; ++s)
-    if (warp == s % kWarps) {
-      if (valid(s / nk)) {
-        wait_ready(s / nk);  // every owner warp of the item's stages (not only the first stage's)
-        load_x(s);
-      }
-      moe_tile::cp_commit();
-    }
-  for (int gs = 0;; ++gs) {
-    const int j = gs / nk;
-    if (!valid(j)) break;
-    if (warp == gs % kWarps) {  // stage gs is this warp's only copy group in flight
-      moe_tile::cp_wait<0>();
-      proxy_fence();
-    }
-    __syncthreads();
-    const bool first = gs % nk == 0, last = gs % nk == nk - 1;
-    if (first) take();  // item j + AHEAD's queue index
-    if (last) issue_loads();
-    const int next = gs + C::STAGES - 1, jn = next / nk;
-    if (warp == next % kWarps) {
-      if (valid(jn)) {
-        wait_ready(jn);  // this warp may not have seen the item's count yet (call 2's race: only the first stage's owner waited)
-        load_w(next);
-        load_x(next);
-      }
-      moe_tile::cp_commit();
-    }
-    down_stage<C>(smem, smem_s, gs % C::STAGES, a_off, ws_off, xs_off, acc);
-    if (last) {
-      store(j + AHEAD);  // slot of item j + AHEAD - 4, whose epilogue ran before the last barrier
-      epi(j);
-#pragma unroll
-      for (int m = 0; m < C::MT; ++m)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) acc[m][i] = 0.0f;
-    }
-  }
-  moe_tile::cp_wait<0>();
-#else
-  (void)a, (void)ws, (void)sy;
-#if defined(__CUDA_ARCH__)
-  __trap();  // built without sm_90a features: never dispatched to
-#endif
-#endif
-}
-
-template <class G2, int AHEAD = 2>
-int rot_slots(int sm2) {
-  static const int n = [sm2] {
-    int dev = 0, sms = 0, per = 0;
-    moe_pipeline::check(hipGetDevice(&dev), "device");
-    moe_pipeline::check(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, dev), "SM count");
-    moe_wg8::allow_smem(down_rot<G2, AHEAD>, sm2);  // before the occupancy query (> 48 KB)
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, down_rot<G2, AHEAD>, kThreads, sm2) != cudaSuccess || per < 1) {
-      (void)cudaGetLastError();
-      per = 1;
-    }
-    return sms * per;
-  }();
-  return n;
-}
-
-// Whether launch8w<GC, *, G2> runs this shape.
-template <class GC, class G2, int AHEAD = 2>
+// Whether launch8w<FC, *, G2> runs this shape (moe_rows8b::supports8b's conditions).
+template <class FC, class G2>
 bool supports8w(const MoeConfig& c) {
-  const moe_pipeline::Sizes s = moe_pipeline::sizes_of(c, 8);
-  return !(s.I % 32 || s.H % G2::BM || (s.H / 32) % GC::KS || (s.I / 32) % G2::KS || s.E > kPrologueThreads ||
-           (AHEAD - 1) * (s.I / 32 / G2::KS) < G2::STAGES - 1 || s.H % (8 * kLanes));
+  return moe_rows8b::supports8b<FC, G2>(c);
 }
 
-// The workspace: moe_rows8b's (x8 sized for f16; this chain uses its first byte per value).
-inline size_t workspace8w(const MoeConfig& c) { return moe_rows8b::workspace8b(c); }
-
-// The chain: prologue (route + e4m3 quantize + counters), gate_up_wg (GC, MINB; dependent), moe_rows8b::
-// down_dyn or (DROT) down_rot (G2; dependent; as many blocks as fit), moe_rows8::combine (dependent).
-template <class GC, int MINB, class G2, bool FOLD = true, bool LDSM = true, bool CARRY = true, bool DROT = true>
+// The chain: prologue (route + quantize + counters + route flag), gate_up_f16w (FC, MINB; dependent),
+// moe_rows8b::down_dyn (G2; dependent; as many blocks as fit), moe_rows8::combine (dependent): moe_rows8b::
+// launch8b<FC, MINB, G2, 0, true> with this gate_up.
+template <class FC, int MINB, class G2, bool LDSM = true, bool PRE = true>
 void launch8w(const MoeArgs& a) {
+  constexpr bool FOLD = true;
   constexpr int AHEAD = 2;
   if (a.workspace_size < workspace8w(a.cfg)) throw std::invalid_argument("moe_mxfp4: workspace too small");
   Workspace ws;
   moe_wg8::carve(a.cfg, a.workspace, &ws, 2);
   const Sync sy = moe_rows8b::sync_of(a.cfg, a.workspace);
+  int* flag = route_flag(a.cfg, a.workspace);
   const moe_pipeline::Sizes s = moe_pipeline::sizes_of(a.cfg, 8);
-  if (!supports8w<GC, G2, AHEAD>(a.cfg)) throw std::invalid_argument("moe_mxfp4: shape not supported by the 8-row kernels");
+  if (!supports8w<FC, G2>(a.cfg)) throw std::invalid_argument("moe_mxfp4: shape not supported by the 8-row kernels");
   const int64_t n8 = s.M * s.H / 8;
   const unsigned qblocks = unsigned((n8 + kPrologueThreads - 1) / kPrologueThreads);
   moe_rows8::launch_ex(quantize_route_w<FOLD>, dim3(1 + qblocks), dim3(kPrologueThreads),
                        size_t(2 * s.E + kPrologueThreads) * sizeof(int), false, "quantize + route", a, ws, int(s.P),
-                       int(s.E), int(s.rows_max), n8, sy.ready, int(s.tiles_max + 1), sy.unfolded, sy.row_w);
-  constexpr int sm1 = GC::kPipeBytes > 8 * 68 * 4 ? GC::kPipeBytes : 8 * 68 * 4, sm2 = G2::kPipeBytes;
-  moe_wg8::allow_smem(gate_up_wg<GC, MINB, FOLD, LDSM, CARRY>, sm1);
-  moe_rows8::launch_ex(gate_up_wg<GC, MINB, FOLD, LDSM, CARRY>, dim3(unsigned(s.I / 32), unsigned(s.tiles_max)),
-                       dim3(kThreads), sm1, true, "wgmma gate_up", a, ws, sy);
-  if constexpr (DROT) {
-    moe_wg8::allow_smem(down_rot<G2, AHEAD>, sm2);
-    int64_t grid = rot_slots<G2, AHEAD>(sm2);
-    grid = std::min<int64_t>(grid, s.tiles_max * (s.H / G2::BM));
-    moe_rows8::launch_ex(down_rot<G2, AHEAD>, dim3(unsigned(grid)), dim3(kThreads), sm2, true, "wgmma down", a, ws, sy);
-  } else {
-    moe_wg8::allow_smem(moe_rows8b::down_dyn<G2, AHEAD>, sm2);
-    int64_t grid = moe_rows8b::dyn_slots<G2, AHEAD>(sm2);
-    grid = std::min<int64_t>(grid, s.tiles_max * (s.H / G2::BM));
-    moe_rows8::launch_ex(moe_rows8b::down_dyn<G2, AHEAD>, dim3(unsigned(grid)), dim3(kThreads), sm2, true, "wgmma down", a,
-                         ws, sy);
-  }
+                       int(s.E), int(s.rows_max), n8, sy.ready, int(s.tiles_max + 1), sy.unfolded, sy.row_w, flag);
+  constexpr int sm1 = FC::kPipeBytes > 8 * 68 * 4 ? FC::kPipeBytes : 8 * 68 * 4, sm2 = G2::kPipeBytes;
+  moe_wg8::allow_smem(gate_up_f16w<FC, MINB, FOLD, LDSM, PRE>, sm1);
+  moe_rows8::launch_ex(gate_up_f16w<FC, MINB, FOLD, LDSM, PRE>, dim3(unsigned(s.I / 32), unsigned(s.tiles_max)),
+                       dim3(kThreads), sm1, true, "f16 gate_up", a, ws, sy, static_cast<const int*>(flag));
+  moe_wg8::allow_smem(moe_rows8b::down_dyn<G2, AHEAD>, sm2);
+  int64_t grid = moe_rows8b::dyn_slots<G2, AHEAD>(sm2);
+  grid = std::min<int64_t>(grid, s.tiles_max * (s.H / G2::BM));
+  moe_rows8::launch_ex(moe_rows8b::down_dyn<G2, AHEAD>, dim3(unsigned(grid)), dim3(kThreads), sm2, true, "wgmma down", a,
+                       ws, sy);
   constexpr int kCombineThreads = 256;
   const int64_t n = int64_t(a.cfg.bs) * a.cfg.d_hidden;
   moe_rows8::launch_ex(moe_rows8::combine, dim3(unsigned((n + kCombineThreads - 1) / kCombineThreads)),
                        dim3(kCombineThreads), 0, true, "combine", static_cast<const float*>(ws.y), int64_t(a.cfg.bs),
                        int(a.cfg.d_hidden), int(a.cfg.total_top_k), a.out);
 }
+
+// v21's 8-row path (docs/perf-moe-rows8.md): the 8-row tiles (bs x k / n_routed <= 8) with d_expert <= 512
+// (E 257 bs 16 / 128 and E 33 bs 16 measured), v15's gate_up / down configurations, PRE and LDSM on.
+struct Rows8Path {
+  using FC = moe_wg8::F16Cfg<8, 4>;        // v15's 8-row gate_up: 8 k-blocks a stage, 4 stages, 4 blocks/SM
+  using G2 = moe_wg8::Cfg<4, 4, 3, 1, 3>;  // v15's 8-row down
+  static bool applies(const MoeConfig& c) {
+    return c.bs * c.n_experts_per_token / c.n_routed_experts <= 8 && c.d_expert <= 512 && supports8w<FC, G2>(c);
+  }
+  static size_t workspace_bytes(const MoeConfig& c) { return workspace8w(c); }
+  static void launch(const MoeArgs& a) { launch8w<FC, 4, G2, true, true>(a); }
+};
 #endif  // MOE_WG8_HOST
 
 }  // namespace

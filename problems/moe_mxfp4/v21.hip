@@ -1,38 +1,12 @@
-// v21: v20 with the 8-row gate_up on the warpgroup MMA (moe_rows8w.h: e4m3 weights decoded into wgmma A
-// registers, 7 integer ops a word instead of the f16 decode's 11; activations e4m3 with their scale folded
-// in; ldmatrix.x4 for the weight words) in moe_rows8b's per-tile overlapped chain, on the 8-row shapes with
-// d_expert <= 512 (E 257 bs 16 / 128 and E 33 bs 16). Every other shape runs v20's paths exactly as
-// v20.hip launches them. Bit-identical to v20 (same exact per-k-block products, same fmaf order).
+// v21: v20 with moe_rows8w.h's 8-row path on the 8-row shapes with d_expert <= 512: E 257 bs 16 / 128 (v20 ran
+// v19's chain there; v21's gate_up copies its first weight stages before the wait for the prologue, signalled
+// by a route-done flag, and reads the weight words by ldmatrix.x4) and E 33 bs 16 (v20 ran v16's chain there;
+// v21 runs the per-tile overlapped chain, which is most of its gain: docs/perf-moe-rows8.md). Every other shape
+// runs v20's paths exactly as v20.hip launches them. Bit-identical to v20 (same products, same order).
 // Builds without mma.sync (AMD) run v11's dispatch, as v20.
 #include "problems/common/moe_rows8w.h"
 #include "problems/common/moe_wgmma_rows.h"
 #include "problems/common/moe_wide16n.h"
-
-// Measurement switches (candidates define them before including this file).
-#ifndef V21_G
-#define V21_G 2  // k-blocks a wgmma group
-#endif
-#ifndef V21_ST
-#define V21_ST 4  // stages
-#endif
-#ifndef V21_MINB
-#define V21_MINB 5  // gate_up blocks per SM
-#endif
-#ifndef V21_LDSM
-#define V21_LDSM true
-#endif
-#ifndef V21_CARRY
-#define V21_CARRY true
-#endif
-#ifndef V21_FOLD
-#define V21_FOLD true  // false: never fold (a check of the unfolded path)
-#endif
-#ifndef V21_DROT
-#define V21_DROT true  // the down with the rotated copy plan (moe_rows8w::down_rot)
-#endif
-#ifndef V21_MAXI
-#define V21_MAXI 512  // the wgmma chain for d_expert <= V21_MAXI
-#endif
 
 namespace {
 using moe_tile::Bf16Folded;
@@ -61,18 +35,13 @@ using W32G2 = moe_wide16::Cfg<4, 2, 4, 4, 3>;
 using R64G1 = moe_wgrows::Cfg<8, 2, 64, 8, 3, 1, 4, 2, true>;   // v14's 64-row gate_up
 using R64G2 = moe_wgrows::Cfg<8, 2, 64, 8, 3, 1, 4, 2, true>;   // v14's down, K > 512
 using R64G2S = moe_wgrows::Cfg<8, 2, 64, 4, 4, 1, 4, 2, true>;  // v14's down, K <= 512
-// This variant's 8-row gate_up: 64 rows, 8 k-blocks a stage.
-using WG1 = moe_wg8::Cfg<1, 8, V21_ST, V21_G, V21_MINB>;
-
-bool wg_chain(const MoeConfig& c) {
-  return rows_for(c) == 8 && c.d_expert <= V21_MAXI && moe_rows8w::supports8w<WG1, WG2>(c);
-}
+using Rows8 = moe_rows8w::Rows8Path;
 #endif
 
 size_t workspace_bytes(const MoeConfig& c) {
   switch (rows_for(c)) {
 #if defined(MOE_WG8_HOST)
-    case 8: return wg_chain(c) ? moe_rows8w::workspace8w(c) : moe_rows8b::workspace8b(c);
+    case 8: return Rows8::applies(c) ? Rows8::workspace_bytes(c) : moe_rows8b::workspace8b(c);
 #else
     case 8: return moe_pipeline::carve(c, 8, nullptr, nullptr, ScaledDecode::kActBytes);
 #endif
@@ -85,14 +54,14 @@ void launch(const MoeArgs& a) {
 #if defined(MOE_WG8_HOST)
   switch (rows_for(a.cfg)) {
     case 8:
-      if (wg_chain(a.cfg))
-        moe_rows8w::launch8w<WG1, V21_MINB, WG2, V21_FOLD, V21_LDSM, V21_CARRY, V21_DROT>(a);
+      if (Rows8::applies(a.cfg))
+        Rows8::launch(a);
       else if (a.cfg.d_expert == 256 && moe_rows8b::supports8b<FG1, WG2>(a.cfg) &&
                int64_t(moe_pipeline::sizes_of(a.cfg, 8).tiles_max) * (a.cfg.d_hidden / WG2::BM) >=
                    8 * int64_t(moe_rows8b::dyn_slots<WG2>(WG2::kPipeBytes)))
         moe_rows8b::launch8b<FG1, 4, WG2, 0, true>(a);  // v20: v19's chain
       else
-        moe_rows8::launch8<FG1, 4, WG2, 5, -1>(a);  // v20: v16's chain
+        moe_rows8::launch8<FG1, 4, WG2, 5, -1>(a);  // v20: v16's chain (e.g. the d_expert 1024 test shape)
       break;
     case 32:
       moe_wide16n::launch<32, W32G1, W32G2, kMinGroups, kThreeGroups, kReverseTiles, kDependentMode>(a);
@@ -112,18 +81,9 @@ void launch(const MoeArgs& a) {
 }
 }  // namespace
 
-#if !defined(V21_NAME)
 MOE_MXFP4_VARIANT("v21", gpu,
-                  "v20 + 8-row gate_up on wgmma (e4m3 decode into A registers, folded e4m3 activations, ldmatrix) in "
-                  "v19's per-tile overlapped chain, for d_expert <= 512",
+                  "v20 + 8-row gate_up: first weight stages copied before the prologue wait (route flag), ldmatrix "
+                  "weight words; v19's overlapped chain also at E33 bs16",
                   "hidden_states,gate_up_weight_shuffled,down_weight_shuffled,gate_up_weight_scale,down_weight_scale,"
                   "topk_weights,topk_ids",
                   0);
-#else
-MOE_MXFP4_VARIANT(V21_NAME, gpu,
-                  "v20 + 8-row gate_up on wgmma (e4m3 decode into A registers, folded e4m3 activations, ldmatrix) in "
-                  "v19's per-tile overlapped chain, for d_expert <= 512",
-                  "hidden_states,gate_up_weight_shuffled,down_weight_shuffled,gate_up_weight_scale,down_weight_scale,"
-                  "topk_weights,topk_ids",
-                  0);
-#endif
