@@ -11,9 +11,16 @@
 //     several (its workspace slice layout is uncoalesced: see the notes), so v19 uses it for nclus 1 only;
 //   - without kPush: v16's pull epilogue (O staged in the block's own shared memory, cluster barrier, each
 //     rank loads its slice of all C partials through DSMEM, second cluster barrier before exit);
-//   - kFence1: kPush's cross-cluster counter with one thread's fences (measured only inside kPush);
+//   - kFence1: the cross-cluster counter with one thread's fences (measured inside kPush by v19; in the pull
+//     epilogue since v22's measurement variant v22f);
 //   - kFirst, kStagger, kSplit: measured, no gain (first tile's maxima directly; tile 1's copy issued
 //     once tile 0 lands; a tile's copy as four bulk copies);
+//   - kEF, kF16P, kCoal, kPush16, kWPar (mla-small2, v22; docs/perf-mla-small2.md): evict_first KV copies
+//     (-0.2 us on shapes 0-2, -1.7 at bs 64 / kv 1024), f16 partial logits with Q pre-scaled by 2^-3 (-0.1 /
+//     -0.7 / -0.5 / -0.9 us on shapes 0 / 1 / 2 / 4), kPush's workspace slices coalesced (halves the push
+//     epilogue's loss with several clusters a batch, still +0.2 / +1.0 us against the pull epilogue), 16-byte
+//     remote pushes and a parallel weight table (within +-0.1 us: no gain measured); kFence1 in the pull
+//     epilogue (v22f): -0.1 / -0.4 us on shapes 1 / 2;
 //   - kTs (measurement only): thread 0 of each block records globaltimer / clock64 at the phases of the
 //     kernel; the host prints the N-th launch's summary per shape (env MLA_V19_TS=N; it synchronises in
 //     the launch, so time it in test mode: in benchmark mode the outlier keeps the stopping rule from
@@ -55,6 +62,15 @@ constexpr int kMaxCounters = 1 << 16;  // batch * C
 // thread's fences around the counter instead of every thread's), kSplit (a full tile's copy as four
 // bulk copies of 16 rows on the same mbarrier: more requests in flight if one copy's are limited).
 constexpr int kFirst = 1, kTs = 2, kPush = 4, kStagger = 8, kFence1 = 16, kSplit = 32;
+// mla-small2 (v22) bits: kEF (the KV tiles' bulk copies with an L2 evict_first policy, as mla_dims3's kEF),
+// kF16P (Q K^T with f16 accumulators, Q pre-scaled by 2^-3, f16x2 partial logits: as mla_dims3's kF16P),
+// kCoal (kPush with several clusters a batch: workspace slices [b][cluster][t group][512 dims] float4, so a
+// warp's accesses are consecutive float4), kPush16 (kPush's O pushes as 16-byte remote stores: lanes g, g ^ 1
+// swap one dim each so that a lane holds two adjacent dims of its 4 heads; receive area [src][dim pair][t]
+// [dim & 1][nt] words), kWPar (kPush's weight table computed by 16 C threads, one (head, source) pair each,
+// maximum and total by shuffles, instead of 16 threads looping over the C sources).
+constexpr int kEF = 64, kF16P = 128, kCoal = 256, kPush16 = 512, kWPar = 1024;
+constexpr float kQScaleF16P = 0.125f;  // Q pre-scale with f16 partials (exact power of two)
 
 // Shared memory: mla_dims2's layout (ring, partial logits, P^T, statistics, flag, barriers), then kPush's
 // receive area: O [C src][512 / C dims][4 t][2 nt] bf16x2 words (heads 2t, 2t+1 / 8+2t, 9+2t of a dim
@@ -107,6 +123,40 @@ __device__ inline unsigned int smid() {
   return r;
 }
 
+__device__ inline uint64_t policy_evict_first() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+  return p;
+}
+__device__ inline void bulk_copy_hint(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar, uint64_t pol) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(dst),
+      "l"(src), "r"(bytes), "r"(bar), "l"(pol)
+      : "memory");
+}
+__device__ inline void mma_f16acc(uint32_t (&c)[2], const mma::FragA& a, uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%0,%1};\n"
+      : "+r"(c[0]), "+r"(c[1])
+      : "r"(a.row[0].x), "r"(a.row[1].x), "r"(a.row[0].y), "r"(a.row[1].y), "r"(b0), "r"(b1));
+}
+__device__ inline uint32_t hadd2(uint32_t x, uint32_t y) {
+  uint32_t r;
+  asm("add.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(x), "r"(y));
+  return r;
+}
+__device__ inline float2 f16x2_to_f32(uint32_t x) {
+  float lo, hi;
+  asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.f32.f16 %0, l;\ncvt.f32.f16 %1, h;\n}" : "=f"(lo), "=f"(hi) : "r"(x));
+  return make_float2(lo, hi);
+}
+// bf16x2 -> f16x2 with a power-of-two scale
+__device__ inline uint32_t q_f16x2(uint32_t w, float scale) {
+  return pack_f16x2(__uint_as_float(w << 16) * scale, __uint_as_float(w & 0xffff0000u) * scale);
+}
+__device__ inline void st_cluster_v4(uint32_t addr, uint32_t x, uint32_t y, uint32_t z, uint32_t w) {
+  asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(x), "r"(y), "r"(z), "r"(w) : "memory");
+}
+
 // A block's unnormalised O [16][512] in shared memory, float4 chunks XOR-swizzled by (head >> 1) & 3
 // (as v16 / v18).
 __device__ inline int o_at(int head, int dim) {
@@ -127,8 +177,8 @@ __device__ inline void cluster_arrive_relaxed_start() {
 __device__ inline void cluster_wait_plain() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
 
 // One 64-token tile: mla_dims2::dims_tile2 (v18) with `first`: the block's first tile (block-uniform),
-// whose maxima are computed directly.
-template <int S, int MV, class AfterA>
+// whose maxima are computed directly. F16P: kF16P (f16 accumulators and partial logits; Q pre-scaled).
+template <int S, int MV, bool F16P, class AfterA>
 __device__ __forceinline__ void tile2(unsigned char* smem, const Lane& ln, const unsigned char* st, int valid,
                                       uint32_t j, bool first, const mla_dims::QFrags& q, float logit_scale,
                                       SoftState& ss, mma::FragC (&o)[4][2], AfterA&& after_a) {
@@ -167,15 +217,25 @@ __device__ __forceinline__ void tile2(unsigned char* smem, const Lane& ln, const
       kh[ii] = *reinterpret_cast<const uint4*>(rowg + 8 * kDimQK);
     }
     mma::FragC c[4][2];
+    uint32_t c16[4][2][2];
 #pragma unroll
     for (int ii = 0; ii < 4; ++ii) {
-      c[ii][0] = mma::FragC{{0.f, 0.f, 0.f, 0.f}};
-      c[ii][1] = mma::FragC{{0.f, 0.f, 0.f, 0.f}};
+      if constexpr (F16P) {
+        c16[ii][0][0] = c16[ii][0][1] = c16[ii][1][0] = c16[ii][1][1] = 0u;
+      } else {
+        c[ii][0] = mma::FragC{{0.f, 0.f, 0.f, 0.f}};
+        c[ii][1] = mma::FragC{{0.f, 0.f, 0.f, 0.f}};
+      }
     }
 #pragma unroll
     for (int s = 0; s < 2; ++s) {  // the rope of m tile mr (i = 0)
-      mma::mma<mma::Elem::f16>(c[0][0], ropeA[s], make_uint2(qr2[0][s][0], qr2[0][s][1]));
-      mma::mma<mma::Elem::f16>(c[0][1], ropeA[s], make_uint2(qr2[1][s][0], qr2[1][s][1]));
+      if constexpr (F16P) {
+        mma_f16acc(c16[0][0], ropeA[s], qr2[0][s][0], qr2[0][s][1]);
+        mma_f16acc(c16[0][1], ropeA[s], qr2[1][s][0], qr2[1][s][1]);
+      } else {
+        mma::mma<mma::Elem::f16>(c[0][0], ropeA[s], make_uint2(qr2[0][s][0], qr2[0][s][1]));
+        mma::mma<mma::Elem::f16>(c[0][1], ropeA[s], make_uint2(qr2[1][s][0], qr2[1][s][1]));
+      }
     }
 #pragma unroll
     for (int p = 0; p < 4; ++p) {
@@ -188,8 +248,13 @@ __device__ __forceinline__ void tile2(unsigned char* smem, const Lane& ln, const
         k.row[1].x = e4m3_lo(wh);
         k.row[0].y = e4m3_hi(wg);
         k.row[1].y = e4m3_hi(wh);
-        mma::mma<mma::Elem::f16>(c[i][0], k, make_uint2(qb[0][p][0], qb[0][p][1]));
-        mma::mma<mma::Elem::f16>(c[i][1], k, make_uint2(qb[1][p][0], qb[1][p][1]));
+        if constexpr (F16P) {
+          mma_f16acc(c16[i][0], k, qb[0][p][0], qb[0][p][1]);
+          mma_f16acc(c16[i][1], k, qb[1][p][0], qb[1][p][1]);
+        } else {
+          mma::mma<mma::Elem::f16>(c[i][0], k, make_uint2(qb[0][p][0], qb[0][p][1]));
+          mma::mma<mma::Elem::f16>(c[i][1], k, make_uint2(qb[1][p][0], qb[1][p][1]));
+        }
         if constexpr (MV == 0) {
           vt[i][p][0] = movm_v(k.row[0].x);
           vt[i][p][1] = movm_v(k.row[0].y);
@@ -207,8 +272,14 @@ __device__ __forceinline__ void tile2(unsigned char* smem, const Lane& ln, const
     for (int ii = 0; ii < 4; ++ii) {
       const int mt = (ii + mr) & 3;
 #pragma unroll
-      for (int nt = 0; nt < 2; ++nt)
-        sp[((dw * 4 + mt) * 2 + nt) * WS + lane] = make_float4(c[ii][nt].v[0], c[ii][nt].v[1], c[ii][nt].v[2], c[ii][nt].v[3]);
+      for (int nt = 0; nt < 2; ++nt) {
+        if constexpr (F16P) {
+          uint2* sp2 = reinterpret_cast<uint2*>(smem + L::sp);
+          sp2[((dw * 4 + mt) * 2 + nt) * WS + lane] = make_uint2(c16[ii][nt][0], c16[ii][nt][1]);
+        } else {
+          sp[((dw * 4 + mt) * 2 + nt) * WS + lane] = make_float4(c[ii][nt].v[0], c[ii][nt].v[1], c[ii][nt].v[2], c[ii][nt].v[3]);
+        }
+      }
     }
   }
   __syncthreads();  // A: partial logits written; this tile's stage is free
@@ -222,7 +293,26 @@ __device__ __forceinline__ void tile2(unsigned char* smem, const Lane& ln, const
   };
   const int tok0 = 16 * mr + g;
   float s[4];
-  {
+  if constexpr (F16P) {
+    const uint2* sp2 = reinterpret_cast<const uint2*>(smem + L::sp);
+    uint2 v[kDW];
+#pragma unroll
+    for (int d = 0; d < kDW; ++d) v[d] = sp2[((d * 4 + mr) * 2 + rnt) * WS + lane];
+    if constexpr (MV == 1 || MV == 3) {
+#pragma unroll
+      for (int i = 0; i < (MV == 1 ? 4 : 2); ++i) transpose(i);
+    }
+    const uint32_t x = hadd2(hadd2(hadd2(v[0].x, v[1].x), hadd2(v[2].x, v[3].x)),
+                             hadd2(hadd2(v[4].x, v[5].x), hadd2(v[6].x, v[7].x)));
+    const uint32_t y = hadd2(hadd2(hadd2(v[0].y, v[1].y), hadd2(v[2].y, v[3].y)),
+                             hadd2(hadd2(v[4].y, v[5].y), hadd2(v[6].y, v[7].y)));
+    const float2 fx = f16x2_to_f32(x), fy = f16x2_to_f32(y);
+    const bool ok0 = tok0 < valid, ok1 = tok0 + 8 < valid;
+    s[0] = ok0 ? fx.x * logit_scale : -INFINITY;
+    s[1] = ok0 ? fx.y * logit_scale : -INFINITY;
+    s[2] = ok1 ? fy.x * logit_scale : -INFINITY;
+    s[3] = ok1 ? fy.y * logit_scale : -INFINITY;
+  } else {
     float4 v[kDW];
 #pragma unroll
     for (int d = 0; d < kDW; ++d) v[d] = sp[((d * 4 + mr) * 2 + rnt) * WS + lane];
@@ -332,7 +422,7 @@ __device__ __forceinline__ void tile2(unsigned char* smem, const Lane& ln, const
 // [r 512/C, (r+1) 512/C) of the C partials in one round of distributed-shared-memory loads; several
 // clusters a batch: slices to the workspace, the batch's last cluster (a counter per batch and rank)
 // merges them.
-template <int C, class TsFn>
+template <int C, bool FENCE1, class TsFn>
 __device__ __forceinline__ void epilogue(const MlaDecodeArgs& a, const float* o_sm, const float* m_sm,
                                          const float* l_sm, int* flag_sm, float kv_scale, int b, int rank, int cl,
                                          int nclus, float* ws, TsFn&& ts) {
@@ -402,19 +492,23 @@ __device__ __forceinline__ void epilogue(const MlaDecodeArgs& a, const float* o_
   auto fence = [] { asm volatile("fence.acq_rel.gpu;" ::: "memory"); };
   if (nclus == 1) ts(10);
   if (nclus > 1) {
-    fence();
+    if constexpr (!FENCE1) fence();
     __syncthreads();
     if (tid == 0) {
+      if constexpr (FENCE1) fence();  // release: the block's stores are ordered before it by the barrier
       unsigned int* ctr = g_mla_dcl2_counters + (b * C + rank);
       const unsigned int prev = atomicAdd(ctr, 1u);
       const bool last = prev == unsigned(nclus - 1);
-      if (last) atomicExch(ctr, 0u);
+      if (last) {
+        atomicExch(ctr, 0u);
+        if constexpr (FENCE1) fence();  // acquire: the block's loads follow it through the barrier
+      }
       flag_sm[1] = last ? 1 : 0;
     }
     __syncthreads();
     ts(10);
     if (flag_sm[1]) {
-      fence();
+      if constexpr (!FENCE1) fence();
       constexpr int kCB = kPer >= 16 ? 1 : 16 / kPer;  // clusters a batch of loads
       float mrun[kPer], tot[kPer];
       float4 acc[kPer];
@@ -514,7 +608,7 @@ __device__ __forceinline__ bool counter_last(int* flag_sm, int b, int rank, int 
 // reads another block's shared memory after the barrier). The receive area is used by nothing else, so
 // a block may push while another still runs its tiles; the start-of-kernel relaxed arrive, waited for
 // before the first push, guarantees every block of the cluster has started.
-template <int S, int C, bool FENCE1, class TsFn>
+template <int S, int C, bool FENCE1, int OPT, class TsFn>
 __device__ __forceinline__ void epilogue_push(const MlaDecodeArgs& a, unsigned char* smem, const Lane& ln,
                                               const SoftState& ss, const mma::FragC (&o)[4][2], float kv_scale,
                                               int b, int rank, int cl, int nclus, float* ws, TsFn&& ts) {
@@ -555,6 +649,34 @@ __device__ __forceinline__ void epilogue_push(const MlaDecodeArgs& a, unsigned c
     }
   }
   // O: dim d = 64 dw + 16 (g >> 1) + 4 p + (g & 1) + 2 ii, heads 8 nt + 2 t + {0, 1} in o[p][nt].v[2 ii + {0, 1}].
+  constexpr bool P16 = (OPT & kPush16) != 0;
+  // kPush16 receive layout: word (((src kSlice / 2 + dl / 2) 4 + t) 2 + (dl & 1)) 2 + nt.
+  auto ro_word16 = [&](int src, int dl, int tt) { return (((src * (kSlice / 2) + (dl >> 1)) * 4 + tt) * 2 + (dl & 1)) * 2; };
+  if constexpr (P16) {
+    // Lane g even holds dims d0, d0 + 2 (ii 0, 1), lane g ^ 1 (lane ^ 4) d0 + 1, d0 + 3: swap so that the even
+    // lane holds d0, d0 + 1 and the odd lane d0 + 2, d0 + 3.
+    const bool odd = (g & 1) != 0;
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      uint32_t w[2][2];  // [ii][nt]
+#pragma unroll
+      for (int ii = 0; ii < 2; ++ii)
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) w[ii][nt] = pack_bf16x2(o[p][nt].v[2 * ii], o[p][nt].v[2 * ii + 1]);
+      const uint32_t s0 = odd ? w[0][0] : w[1][0], s1 = odd ? w[0][1] : w[1][1];
+      const uint32_t r0 = __shfl_xor(s0, 4), r1 = __shfl_xor(s1, 4);
+      // even: (d0: w[0]), (d0 + 1: r); odd: (d0 + 2: r), (d0 + 3: w[1])
+      const uint32_t lo0 = odd ? r0 : w[0][0], lo1 = odd ? r1 : w[0][1];
+      const uint32_t hi0 = odd ? w[1][0] : r0, hi1 = odd ? w[1][1] : r1;
+      const int d = 64 * dw + 16 * (g >> 1) + 4 * p + 2 * (g & 1);  // even
+      const int dest = d / kSlice, dl = d % kSlice;
+      uint32_t* dst = ro + ro_word16(rank, dl, t);
+      if (dest == rank)
+        *reinterpret_cast<uint4*>(dst) = make_uint4(lo0, lo1, hi0, hi1);
+      else
+        st_cluster_v4(mla_cluster::dsmem_map(dst, uint32_t(dest)), lo0, lo1, hi0, hi1);
+    }
+  } else {
 #pragma unroll
   for (int p = 0; p < 4; ++p) {
 #pragma unroll
@@ -570,11 +692,31 @@ __device__ __forceinline__ void epilogue_push(const MlaDecodeArgs& a, unsigned c
         st_cluster_v2(mla_cluster::dsmem_map(dst, uint32_t(dest)), w0, w1);
     }
   }
+  }
   mla_cluster::cluster_arrive();  // release: the pushes
   mla_cluster::cluster_wait();    // acquire: every source's pushes to this block
   ts(12);
   // Weights: w[src][h] = 2^(m_src - max) * kv_scale / total (nclus 1) or / total (the cluster's lse).
-  if (tid < kHeads) {
+  if constexpr ((OPT & kWPar) != 0) {
+    // Thread (h, src) = (tid / C, tid % C): the C sources of a head are C consecutive lanes of one warp.
+    static_assert(kHeads * C % kernel_warp_size() == 0 && C <= kernel_warp_size(), "weight table lanes");
+    if (tid < kHeads * C) {  // whole warps
+      const int h = tid / C, src = tid % C;
+      const float m = rm[src * kHeads + h];
+      const float l = rl[(src * 4 + 0) * kHeads + h] + rl[(src * 4 + 1) * kHeads + h] + rl[(src * 4 + 2) * kHeads + h] +
+                      rl[(src * 4 + 3) * kHeads + h];
+      float mx = m;
+#pragma unroll
+      for (int off = C / 2; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor(mx, off));
+      const float w = m == -INFINITY ? 0.f : exp2f(m - mx);
+      float total = w * l;
+#pragma unroll
+      for (int off = C / 2; off > 0; off >>= 1) total += __shfl_xor(total, off);
+      const float inv = total > 0.f ? __fdividef(nclus == 1 ? kv_scale : 1.f, total) : 0.f;
+      rw[src * kHeads + h] = w * inv;
+      if (src == 0) rlse[h] = total > 0.f ? mx + __log2f(total) : -INFINITY;
+    }
+  } else if (tid < kHeads) {
     const int h = tid;
     float mx = -INFINITY;
 #pragma unroll
@@ -605,7 +747,8 @@ __device__ __forceinline__ void epilogue_push(const MlaDecodeArgs& a, unsigned c
       const int tg = u / kSlice, dl = u % kSlice;
       uint2 v[C];
 #pragma unroll
-      for (int src = 0; src < C; ++src) v[src] = *reinterpret_cast<const uint2*>(ro + ((src * kSlice + dl) * 4 + tg) * 2);
+      for (int src = 0; src < C; ++src)
+        v[src] = *reinterpret_cast<const uint2*>(ro + (P16 ? ro_word16(src, dl, tg) : ((src * kSlice + dl) * 4 + tg) * 2));
 #pragma unroll
       for (int src = 0; src < C; ++src) {
         const float* wp = rw + src * kHeads + 2 * tg;
@@ -644,7 +787,10 @@ __device__ __forceinline__ void epilogue_push(const MlaDecodeArgs& a, unsigned c
     const int u = tid + k * kThreads;
     if (kUnits % kThreads == 0 || u < kUnits) {
       const int tg = u / kSlice, dl = u % kSlice;
-      ws_o[((size_t(b) * nclus + cl) * kDimV + rank * kSlice + dl) * 4 + tg] = res[k];
+      if constexpr ((OPT & kCoal) != 0)
+        ws_o[((size_t(b) * nclus + cl) * 4 + tg) * kDimV + rank * kSlice + dl] = res[k];
+      else
+        ws_o[((size_t(b) * nclus + cl) * kDimV + rank * kSlice + dl) * 4 + tg] = res[k];
     }
   }
   if (tid < kHeads) ws_lse[((size_t(b) * nclus + cl) * C + rank) * kHeads + tid] = rlse[tid];
@@ -678,7 +824,10 @@ __device__ __forceinline__ void epilogue_push(const MlaDecodeArgs& a, unsigned c
             const float2 l01 = __ldcg(reinterpret_cast<const float2*>(lp));
             const float2 l89 = __ldcg(reinterpret_cast<const float2*>(lp + 8));
             lz[k][jj] = make_float4(l01.x, l01.y, l89.x, l89.y);
-            vz[k][jj] = __ldcg(ws_o + ((size_t(b) * nclus + c0 + jj) * kDimV + rank * kSlice + dl) * 4 + tg);
+            if constexpr ((OPT & kCoal) != 0)
+              vz[k][jj] = __ldcg(ws_o + ((size_t(b) * nclus + c0 + jj) * 4 + tg) * kDimV + rank * kSlice + dl);
+            else
+              vz[k][jj] = __ldcg(ws_o + ((size_t(b) * nclus + c0 + jj) * kDimV + rank * kSlice + dl) * 4 + tg);
           }
         }
       }
@@ -774,6 +923,10 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
   int n_tokens = count(int64_t(b + 1) * kv_len);
   int n_tiles = (n_tokens + kT - 1) / kT;
 
+  uint64_t pol = 0;  // kEF: the KV copies' L2 policy (thread 0 issues every copy)
+  if constexpr ((OPT & kEF) != 0) {
+    if (tid == 0) pol = policy_evict_first();
+  }
   auto issue = [&](int tile) {
     if (tile >= n_tiles) return;
     const int valid = min(kT, n_tokens - tile * kT);
@@ -788,7 +941,10 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
         bulk_copy(dst + q4 * (kT / 4) * kDimQK, src + q4 * (kT / 4) * kDimQK, uint32_t(kT / 4 * kDimQK), bar);
       return;
     }
-    bulk_copy(dst, src, uint32_t(valid * kDimQK), bar);
+    if constexpr ((OPT & kEF) != 0)
+      bulk_copy_hint(dst, src, uint32_t(valid * kDimQK), bar, pol);
+    else
+      bulk_copy(dst, src, uint32_t(valid * kDimQK), bar);
     for (int r = valid; r < kT; ++r) bulk_copy(dst + r * kDimQK, src + (valid - 1) * kDimQK, kDimQK, bar);
   };
   constexpr bool kStag = (OPT & kStagger) != 0;
@@ -843,6 +999,17 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
   mla_dims::QFrags q;
 #pragma unroll
   for (int nt = 0; nt < 2; ++nt) {
+    if constexpr ((OPT & kF16P) != 0) {
+#pragma unroll
+      for (int p = 0; p < 4; ++p) {
+        q.qb[nt][p][0] = q_f16x2(qraw[nt][p].x, kQScaleF16P);
+        q.qb[nt][p][1] = q_f16x2(qraw[nt][p].y, kQScaleF16P);
+      }
+      q.qr2[nt][0][0] = q_f16x2(qrope[nt].x, kQScaleF16P);
+      q.qr2[nt][0][1] = q_f16x2(qrope[nt].y, kQScaleF16P);
+      q.qr2[nt][1][0] = q_f16x2(qrope[nt].z, kQScaleF16P);
+      q.qr2[nt][1][1] = q_f16x2(qrope[nt].w, kQScaleF16P);
+    } else {
 #pragma unroll
     for (int p = 0; p < 4; ++p) {
       q.qb[nt][p][0] = mla_wide::bf16x2_to_f16x2(qraw[nt][p].x);
@@ -852,6 +1019,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     q.qr2[nt][0][1] = mla_wide::bf16x2_to_f16x2(qrope[nt].y);
     q.qr2[nt][1][0] = mla_wide::bf16x2_to_f16x2(qrope[nt].z);
     q.qr2[nt][1][1] = mla_wide::bf16x2_to_f16x2(qrope[nt].w);
+    }
   }
   q.qr[0] = q.qr[1] = 0u;
   if constexpr ((OPT & kTs) != 0) {
@@ -861,7 +1029,8 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     }
   }
   ts(4);
-  const float logit_scale = a.cfg.sm_scale * 1.4426950408889634f * kv_scale;
+  const float logit_scale = (OPT & kF16P) != 0 ? a.cfg.sm_scale * 1.4426950408889634f * kv_scale / kQScaleF16P
+                                                : a.cfg.sm_scale * 1.4426950408889634f * kv_scale;
 
   SoftState ss;
 #pragma unroll
@@ -884,14 +1053,14 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     }
     if (tile == 0) ts(5);
     if (tile == n_tiles - 1) ts(7);
-    tile2<S, MV>(smem, ln, st, valid, j, (OPT & kFirst) != 0 && tile == 0, q, logit_scale, ss, o, [&] {
+    tile2<S, MV, (OPT & kF16P) != 0>(smem, ln, st, valid, j, (OPT & kFirst) != 0 && tile == 0, q, logit_scale, ss, o, [&] {
       if (tid == 0) issue(tile + S);
     });
     if (tile == 0) ts(6);
   }
   ts(8);
   if constexpr ((OPT & kPush) != 0) {
-    epilogue_push<S, C, (OPT & kFence1) != 0>(a, smem, ln, ss, o, kv_scale, b, rank, cl, nclus, ws, ts);
+    epilogue_push<S, C, (OPT & kFence1) != 0, OPT>(a, smem, ln, ss, o, kv_scale, b, rank, cl, nclus, ws, ts);
   } else {
   // This block's partial: unnormalised O [16][512] over the partial-logit area (every warp passed the
   // last tile's barrier B after its reads of it), row maxima m and sums l.
@@ -925,7 +1094,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
   mla_cluster::cluster_arrive();
   mla_cluster::cluster_wait();
   ts(12);
-  epilogue<C>(a, o_sm, m_sm, l_sm, flag_sm, kv_scale, b, rank, cl, nclus, ws, ts);
+  epilogue<C, (OPT & kFence1) != 0>(a, o_sm, m_sm, l_sm, flag_sm, kv_scale, b, rank, cl, nclus, ws, ts);
   }
   if constexpr ((OPT & kTs) != 0) {
     if (tid == 0) {
