@@ -4,7 +4,7 @@
 // merged through the workspace and a counter) with v18's leaner tile (problems/common/mla_fp8_dims2.h's
 // dims_tile2, copied as tile2: rotated m tiles, accumulator-layout partials, P^T through ldmatrix.trans,
 // fp32 denominator, ex2.approx, Q K^T with the m tiles interleaved, MV 3 MOVM placement).
-// OPT bits (measured in docs/perf-mla-small.md):
+// OPT bits (measured in docs/perf.md, section "mla_decode v19"):
 //   - kPush: the push epilogue (epilogue_push): partial O as bf16 stored straight into the merging rank's
 //     receive area, one cluster barrier, a local merge, no second cluster barrier. Faster than the pull
 //     epilogue with one cluster a batch (-0.8 us at bs 4 / kv 1024, -0.4 at bs 64 / kv 1024), slower with
@@ -15,7 +15,7 @@
 //     epilogue since v22's measurement variant v22f);
 //   - kFirst, kStagger, kSplit: measured, no gain (first tile's maxima directly; tile 1's copy issued
 //     once tile 0 lands; a tile's copy as four bulk copies);
-//   - kEF, kF16P, kCoal, kPush16, kWPar (mla-small2, v22; docs/perf-mla-small2.md): evict_first KV copies
+//   - kEF, kF16P, kCoal, kPush16, kWPar (mla-small2, v22; docs/perf.md, section "mla_decode v22"): evict_first KV copies
 //     (-0.2 us on shapes 0-2, -1.7 at bs 64 / kv 1024), f16 partial logits with Q pre-scaled by 2^-3 (-0.1 /
 //     -0.7 / -0.5 / -0.9 us on shapes 0 / 1 / 2 / 4), kPush's workspace slices coalesced (halves the push
 //     epilogue's loss with several clusters a batch, still +0.2 / +1.0 us against the pull epilogue), 16-byte

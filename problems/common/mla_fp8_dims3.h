@@ -2,7 +2,7 @@
 // (problems/common/mla_fp8_dims2.h, Dims2<3, 3>: 8 dim warps, one block per SM, 64-token tiles, one bulk
 // copy a tile, 3-stage ring, MOVMs half after the reduction's loads, half in P V) with less work on the
 // shared-memory (MIO) pipe, which bounds v18's tile (docs/perf.md, section "mla_decode v18"). Options (OPT
-// bits, all measured on the H200 in docs/perf-mla-large.md; v20 = F16P | QP | EF, R 2, S 3):
+// bits, all measured on the H200 in docs/perf.md, section "mla_decode v20"; v20 = F16P | QP | EF, R 2, S 3):
 //  - kF16P: Q K^T accumulated in f16 (mma .f16 accumulators, Q pre-scaled by 2^-3 so that a 64-dim partial
 //    of |q| <= 8, |k| <= 448 stays far below the f16 range), so the partial logits are f16x2 pairs: half
 //    the shared-memory round trip (a uint2 instead of a float4 a lane, m tile and n tile), half the

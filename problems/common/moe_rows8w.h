@@ -1,5 +1,5 @@
 // moe_rows8b.h's 8-row chain (v19 / v20: prologue, f16 gate_up with per-tile ready counters, down_dyn taking
-// work items as tiles finish, combine) with two changes to the gate_up (measured in docs/perf-moe-rows8.md):
+// work items as tiles finish, combine) with two changes to the gate_up (measured in docs/perf.md, section "moe_mxfp4 v21"):
 //  - PRE: the first STAGES - 1 stages of weights and weight scales are copied before the dependent-launch
 //    wait. The prologue's route block zeroes a route-done flag before it lets the dependent gate_up grid be
 //    scheduled, and sets it (after a fence) once the tiles, pair list and counters are written; a gate_up
@@ -372,7 +372,7 @@ void launch8w(const MoeArgs& a) {
                        int(a.cfg.d_hidden), int(a.cfg.total_top_k), a.out);
 }
 
-// v21's 8-row path (docs/perf-moe-rows8.md): the 8-row tiles (bs x k / n_routed <= 8) with d_expert <= 512
+// v21's 8-row path (docs/perf.md, section "moe_mxfp4 v21"): the 8-row tiles (bs x k / n_routed <= 8) with d_expert <= 512
 // (E 257 bs 16 / 128 and E 33 bs 16 measured), v15's gate_up / down configurations, PRE and LDSM on.
 struct Rows8Path {
   using FC = moe_wg8::F16Cfg<8, 4>;        // v15's 8-row gate_up: 8 k-blocks a stage, 4 stages, 4 blocks/SM

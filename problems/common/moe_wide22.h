@@ -1,5 +1,5 @@
 // The 32-row MoE path (E 257 bs 512, E 33 bs 128) of moe_wide16n.h (v20) with a longer-lived down and a
-// one-launch prologue (docs/perf-moe-wide.md):
+// one-launch prologue (docs/perf.md, section "moe_mxfp4 v22"):
 //  - quantize_route: one launch, block 0 sorts the pairs into 32-row tiles (moe_tiled::route_scan's code)
 //    while blocks 1.. quantize the hidden states (moe_wg8::quantize_hidden8<Bf16Folded>'s code, 1024
 //    threads a block): the 1-block route (~10 us at bs 512) no longer runs after the quantizer;
@@ -347,7 +347,7 @@ void launch(const MoeArgs& a) {
                        int(a.cfg.d_hidden), int(a.cfg.total_top_k), a.out);
 }
 
-// v22's configuration (docs/perf-moe-wide.md). The path applies where v20 runs its 32-row tiles (bs x k /
+// v22's configuration (docs/perf.md, section "moe_mxfp4 v22"). The path applies where v20 runs its 32-row tiles (bs x k /
 // routed experts in (8, 40]) on an NVIDIA build with mma.sync.
 using G1 = moe_wide16::Cfg<4, 2, 4, 8, 2>;      // v20's gate_up: 8 k-blocks x 2 stages, 3 blocks/SM
 using G1W = moe_wide16::Cfg<4, 2, 4, 4, 2, 4>;  // 4 k-blocks x 2 stages, 4 blocks/SM (108 registers)

@@ -5,7 +5,7 @@
 //     cluster barrier, a local merge);
 //   - several clusters a batch (bs 4 / kv 8192, bs 32 / kv 1024): v16's pull epilogue and counter merge.
 // Larger shapes: v18's dims2 path (mla_dims2::Dims2<3, 3>, exactly as v18.hip runs it).
-// Measurements: docs/perf-mla-small.md (calls 1 and 2). AMD builds run v6's kernel, as v8, v11-v18 do.
+// Measurements: docs/perf.md, section "mla_decode v19" (calls 1 and 2). AMD builds run v6's kernel, as v8, v11-v18 do.
 #include "problems/common/mla_fp8_tile.h"
 #include "problems/common/mla_fp8_dcl2.h"
 #include "problems/common/mla_fp8_dims2.h"
@@ -55,7 +55,7 @@ MLA_DECODE_VARIANT("v19", gpu,
   void launch(const MlaDecodeArgs& a) { C::launch(a); }                                          \
   MLA_DECODE_VARIANT(NAME, gpu, DESC, "q,kv_fp8,kv_fp8_scale,kv_indptr", 0);                     \
   }
-// Measurement variants (docs/perf-mla-small.md): call 2's "v19" (push epilogue on every plan) and "v19nf"
+// Measurement variants (docs/perf.md, section "mla_decode v19"): call 2's "v19" (push epilogue on every plan) and "v19nf"
 // (pull epilogue on every plan), and the timeline tool (run it in test mode: see the notes).
 using V19Push = V19<mla_dcl2::SmallPath<2, 3, kOptPush, kOptPush>>;
 using V19Pull = V19<mla_dcl2::SmallPath<2, 3, 0, 0>>;

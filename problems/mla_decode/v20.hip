@@ -3,7 +3,7 @@
 // (Dims3<3, F16P | QP | EF>: f16 partial logits, Q of the next item bulk-copied into shared memory, KV copies
 // with an L2 evict_first policy; v18's combine kernel for the split shapes). Smaller shapes: v18's path, i.e.
 // v16's dims-cluster kernels, unchanged.
-// Measurements: docs/perf-mla-large.md. AMD builds run v6's kernel, as v8, v11-v18 do.
+// Measurements: docs/perf.md, section "mla_decode v20". AMD builds run v6's kernel, as v8, v11-v18 do.
 #include "problems/common/mla_fp8_tile.h"
 #include "problems/common/mla_fp8_dims_cluster.h"
 #include "problems/common/mla_fp8_dims3.h"
@@ -39,7 +39,7 @@ struct V20 {
       Large::launch(a);
   }
 };
-// Measured as "v20h" in call 3 (docs/perf-mla-large.md; the same options as call 2's "v20"): f16 partial logits,
+// Measured as "v20h" in call 3 (docs/perf.md, section "mla_decode v20"; the same options as call 2's "v20"): f16 partial logits,
 // the Q bulk copy, evict_first KV copies; the in-kernel merge (MG) and the kv_indptr table (SP) measured no better.
 using Final = V20<mla_dims3::Dims3<3, mla_dims3::kF16P | mla_dims3::kQP | mla_dims3::kEF, 2>>;
 size_t workspace_bytes(const MlaDecodeConfig& c) { return Final::workspace_bytes(c); }

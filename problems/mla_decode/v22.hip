@@ -7,7 +7,7 @@
 //     clusters a batch (bs 4 / kv 8192: C 4 x 7, bs 32 / kv 1024: C 2 x 2): v16's pull epilogue, as v19
 //     (call 1: the push epilogue with coalesced slices, kCoal, was still 0.2-1.0 us slower there);
 //   - above: v20's dims3 kernel (mla_dims3::Dims3<3, F16P | QP | EF, 2>), as v21.
-// Measurements: docs/perf-mla-small2.md. AMD builds run v6's kernel, as v8, v11-v21 do.
+// Measurements: docs/perf.md, section "mla_decode v22". AMD builds run v6's kernel, as v8, v11-v21 do.
 #include "problems/common/mla_fp8_tile.h"
 #include "problems/common/mla_fp8_dcl2.h"
 #include "problems/common/mla_fp8_dims3.h"

@@ -1,4 +1,4 @@
-// Measurement variants of v22 (mla-small2, docs/perf-mla-small2.md): v22's small path with one option
+// Measurement variants of v22 (mla-small2, docs/perf.md, section "mla_decode v22"): v22's small path with one option
 // changed; large shapes as v21 / v22 (v20's dims3 path). Only the small shapes are timed with them.
 #include "problems/common/mla_fp8_tile.h"
 #include "problems/common/mla_fp8_dcl2.h"

@@ -1,7 +1,7 @@
 // v21: v20 with moe_rows8w.h's 8-row path on the 8-row shapes with d_expert <= 512: E 257 bs 16 / 128 (v20 ran
 // v19's chain there; v21's gate_up copies its first weight stages before the wait for the prologue, signalled
 // by a route-done flag, and reads the weight words by ldmatrix.x4) and E 33 bs 16 (v20 ran v16's chain there;
-// v21 runs the per-tile overlapped chain, which is most of its gain: docs/perf-moe-rows8.md). Every other shape
+// v21 runs the per-tile overlapped chain, which is most of its gain: docs/perf.md, section "moe_mxfp4 v21"). Every other shape
 // runs v20's paths exactly as v20.hip launches them. Bit-identical to v20 (same products, same order).
 // Builds without mma.sync (AMD) run v11's dispatch, as v20.
 #include "problems/common/moe_rows8w.h"

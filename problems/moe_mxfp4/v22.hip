@@ -4,7 +4,7 @@
 // down whose blocks run a tile's activations (copied once) against runs of 8 128-row weight slices in one
 // continuous pipeline (4 k-blocks x 4 stages, 4 blocks/SM); at E 33 bs 128 v20's gate_up and down.
 // Every other shape runs v20's code exactly as v20.hip launches it. Bit-identical to v20 (same products,
-// k order and fp32 sums of every real column). Measured in docs/perf-moe-wide.md.
+// k order and fp32 sums of every real column). Measured in docs/perf.md, section "moe_mxfp4 v22".
 #include "problems/common/moe_rows8b.h"
 #include "problems/common/moe_wgmma_rows.h"
 #include "problems/common/moe_wide16n.h"
