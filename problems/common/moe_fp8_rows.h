@@ -1,0 +1,836 @@
+// 64-row MoE shapes (v20's rows_for() == 64: E33 bs512 d_expert 512 / 2048) on fp8 e4m3 wgmma
+// (sm_90a, m64nNk32, A = decoded weights in registers, B = the tile's sorted token rows in shared
+// memory), 128-row tiles (Path) or up to 256 (PathT). The MXFP4 values are e2m1 x 2^e8m0; an e2m1 value times 2^d is
+// exact in e4m3 for d in [-8, 6] (subnormals included), so both operands carry their per-32 block
+// scale folded into the e4m3 value relative to a per-row reference exponent; the reference is applied
+// to the fp32 accumulator in the epilogue (a power of two: exact). Every product is exact; the sums
+// are the tensor unit's fp8 accumulation (fp32 accumulator registers, k order = the stored k order).
+//  - Weights (registers, A): a word of 8 e2m1 codes -> two e4m3 words by a byte-permute table lookup
+//    (prmt on the magnitudes, the table T0/T1 built per row and k-block from the e8m0 byte with two
+//    integer multiply-adds, valid while d = b - ref is in [-5, 6]) and a sign-replicating prmt (its
+//    0x01010101 source an immediate) + one multiply-add for the signs: 10 ops a word + 3 a row and
+//    k-block + 1 for the window check. The row's reference comes from its first stage's scale bytes
+//    (largest byte at d = 3); each thread tracks max(b - lo) per row and a row that left the window is
+//    flagged and recomputed exactly (fix-up, below). The next k-block's weight words are read before
+//    the wgmma wait.
+//  - Hidden states: our quantizer (one block a token) writes e4m3 of e2m1 x 2^(s - R), R = the token's
+//    largest block exponent - 6; a token whose nonzero blocks span more than 14 exponents is flagged
+//    (stored unfolded, recomputed by the fix-up).
+//  - SwiGLU output a (gate_up's epilogue, 8 values a thread, cvt.rn.satfinite.e4m3x2): e4m3 of
+//    e2m1 x 2^s (fixed reference 0, s in [-8, 6]); rows with a nonzero block outside are flagged
+//    (unfolded, recomputed by the down's fix-up).
+//  - Fix-up: flagged (weight row, token) entries of a tile are recomputed from the unshuffled weights
+//    and the stored e4m3 activations with their block exponents, one warp an entry, fp32 (exact
+//    products). Never taken on the benchmark data; FORCE variants force it for some rows and tokens.
+//  - Activation k order inside each 32-value block: value k at position(k) = 16 ((k >> 2) & 1) +
+//    4 (k >> 3) + (k & 3), so that nibbles 0-3 / 4-7 of a thread's weight word (k 8t .. 8t + 7) meet B
+//    at wgmma k 4t + i / 16 + 4t + i (the m64nNk32 register A layout: a0 / a1 rows g / g + 8, k 4t + i;
+//    a2 / a3 the same at k + 16).
+//  - Pipeline as moe_wgmma_rows.h (v14): cp.async stages, the next stage's copies spread over the
+//    k-blocks, fence.proxy.async before each stage barrier, one wgmma group in flight.
+//  - Tiles with <= 64 real rows run m64n64k32 (and copy only those rows).
+// Route: moe_wg8's 1024-thread route with 128-row tiles; combine: moe_pipeline's. Measured against
+// v20 in docs/perf-moe-fp8.md (a shared-memory A form, decoded by every thread one stage ahead, and a
+// 16-warp form were slower and are not kept). That is Path (G1 / G2, v23). PathT (G1t / G2t, v23t)
+// is an unmeasured candidate: tiles of up to 256 rows split evenly per expert (route_even), 128
+// weight rows x up to 256 tile rows, wgmma N 64 / 128 / 160 / 256 by the tile's rows.
+#pragma once
+#include <utility>
+
+#include "problems/common/moe_wide16.h"
+
+namespace moe_fp8r {
+namespace {
+
+using moe_pipeline::Tile;
+
+// Position of value k (0..31) of a 32-value block in the stored e4m3 activation row.
+HD constexpr int position(int k) { return 16 * ((k >> 2) & 1) + 4 * (k >> 3) + (k & 3); }
+
+// The e4m3 byte of a float that is exactly representable in e4m3 (|v| <= 448, a multiple of 2^-9).
+HD inline uint32_t e4m3_exact(float v) {
+  const uint32_t b = numerics::f32_bits(v), sign = (b >> 24) & 0x80u, mag = b & 0x7FFFFFFFu;
+  if (mag == 0) return 0u;
+  const int e = int(mag >> 23) - 127;
+  const uint32_t m3 = (mag >> 20) & 7u;
+  if (e >= -6) return sign | (uint32_t(e + 7) << 3) | m3;
+  return sign | ((8u | m3) >> (-6 - e));
+}
+// e2m1 code times 2^d as e4m3 (d in [-8, 6]).
+HD inline uint32_t e4m3_of(uint32_t code, int d) { return e4m3_exact(mxfp4::e2m1_value(code) * numerics::exp2_f32(d)); }
+// Four e2m1 codes (nibbles 0..3 of q) times 2^d as four e4m3 bytes (byte i = nibble i).
+__device__ inline uint32_t e4m3x4_of(uint32_t q, int d) {
+  const float m = numerics::exp2_f32(d);
+  float v[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) v[k] = mxfp4::e2m1_value(q >> (4 * k)) * m;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  uint16_t lo, hi;  // cvt packs its first source into the upper byte; exact (the values are e4m3 values)
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(lo) : "f"(v[1]), "f"(v[0]));
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(hi) : "f"(v[3]), "f"(v[2]));
+  return uint32_t(lo) | (uint32_t(hi) << 16);
+#else
+  return e4m3_exact(v[0]) | (e4m3_exact(v[1]) << 8) | (e4m3_exact(v[2]) << 16) | (e4m3_exact(v[3]) << 24);
+#endif
+}
+
+// Tiles of at most T sorted rows (T = the configuration's BN): an expert's n rows -> ceil(n / T) tiles,
+// of about equal size (even) or T rows but the last; its row region is that many x T rows, real rows
+// first.
+struct TileR {
+  int expert, row0, rows;
+};
+
+struct Ws {
+  moe_pipeline::Workspace p;  // x8 [M, H] e4m3 (folded), xs [M, H/32] s + 127, a8 [rows, I] e4m3, as [rows, I/32]
+  int32_t* xr;                // [M][2]: the token's reference R, flag
+  int32_t* aflag;             // [rows_max]: a row stored unfolded
+  TileR* tiles;               // [tiles_max]
+};
+
+inline size_t carve(const MoeConfig& c, int T, void* base, Ws* w) {
+  moe_pipeline::Workspace p;
+  size_t off = moe_pipeline::carve(c, T, base, &p, 1);
+  const moe_pipeline::Sizes s = moe_pipeline::sizes_of(c, T);
+  auto take = [&](size_t bytes) {
+    void* q = base ? static_cast<char*>(base) + off : nullptr;
+    off += moe_pipeline::align256(bytes);
+    return q;
+  };
+  int32_t* xr = static_cast<int32_t*>(take(s.M * 2 * sizeof(int32_t)));
+  int32_t* af = static_cast<int32_t*>(take(s.rows_max * sizeof(int32_t)));
+  TileR* tl = static_cast<TileR*>(take(s.tiles_max * sizeof(TileR)));
+  if (w) *w = Ws{p, xr, af, tl};
+  return off;
+}
+inline size_t workspace_bytes(const MoeConfig& c, int T) { return carve(c, T, nullptr, nullptr); }
+
+#if defined(MOE_WG8_HOST)
+using moe_tile::cp_async;
+using moe_tile::cp_commit;
+using moe_tile::cp_wait;
+constexpr int kLanes = moe_tile::kMmaLanes;
+
+// WM warps (WM / 4 warpgroups), each MT 16-row groups; BN (128 or 256) tile rows; KS (4 or 8)
+// k-blocks a stage. PF: the next k-block's weight words are read before the wgmma wait.
+template <int WM_, int MT_, int KS_, int STAGES_, int NB_ = 2, bool PF_ = false, int BN_ = 128>
+struct Cfg {
+  static constexpr int WM = WM_, MT = MT_, BN = BN_, NG = BN_ / 8, KS = KS_, STAGES = STAGES_, NB = NB_;
+  static constexpr int kMinBlocks = 1;
+  static constexpr bool PF = PF_;
+  static constexpr int kThreads = WM * kLanes;
+  static constexpr int BM = WM * MT * 16;
+  static constexpr int kXChunks = KS * 2;              // 16-byte chunks of a row per stage
+  static constexpr int kSBO = kXChunks * 128;          // bytes between 8-row core-matrix groups
+  static constexpr int kW = 0;                         // [BM/16 groups][KS][256]
+  static constexpr int kWs = kW + BM * KS * 16;        // [BM][KS] scale bytes
+  static constexpr int kX = kWs + moe_tile::align16(BM * KS);
+  static constexpr int kStageBytes = kX + BN * KS * 32;
+  static constexpr int kPipeBytes = STAGES * kStageBytes;
+  static constexpr int kWPer = BM * KS / kThreads;
+  static constexpr int kXPer = BN * kXChunks / kThreads;
+  static_assert(WM % 4 == 0 && (BM == kThreads || BM * 2 == kThreads), "whole warpgroups, one scale row a thread");
+  static_assert(KS % NB == 0 && (KS == 8 || KS == 4), "a scale row slice is one 8- or 4-byte copy");
+  static_assert((BN == 128 || BN == 256) && BN <= kThreads, "tile rows, one setup row a thread");
+  static_assert(BM * KS % kThreads == 0 && BN * kXChunks % kThreads == 0, "copy split");
+};
+
+
+#if defined(MOE_WG8_DEVICE)
+__device__ inline uint64_t smem_desc(uint32_t saddr, uint32_t sbo) {  // no swizzle, K-major
+  return uint64_t((saddr & 0x3ffffu) >> 4) | (uint64_t(128 >> 4) << 16) | (uint64_t(sbo >> 4) << 32);
+}
+__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+// 8 e2m1 codes (nibble i = k 8t + i) -> e4m3 bytes of value x 2^d: lo = k 0..3, hi = k 4..7. t0 / t1:
+// the magnitude table (bytes for codes 0..3 / 4..7) with bit 7 of every byte set. The sign: prmt's
+// sign mode on the raw nibble turns a 0x01 byte into 0x00 where the nibble is negative, so
+// byte - (that << 7) clears bit 7 exactly where the value is positive (no borrow between bytes).
+__device__ __forceinline__ void decode8(uint32_t w, uint32_t t0, uint32_t t1, uint32_t& lo, uint32_t& hi) {
+  const uint32_t mag = w & 0x77777777u;
+  const uint32_t ql = prmt(t0, t1, mag), qh = prmt(t0, t1, mag >> 16);
+  // Selector nibbles with bit 2 set pick bytes 4..7: the immediate 0x01010101 (no register for it).
+  const uint32_t ws4 = w | 0x44444444u;
+  uint32_t sl, sh;
+  asm("prmt.b32 %0, %1, 0x01010101, %2;" : "=r"(sl) : "r"(w), "r"(ws4));
+  asm("prmt.b32 %0, %1, 0x01010101, %2;" : "=r"(sh) : "r"(w), "r"(ws4 >> 16));
+  lo = ql - (sl << 7);
+  hi = qh - (sh << 7);
+}
+constexpr uint32_t kT0 = 0x3C383000u | 0x80808080u;  // d = 0: e2m1 magnitudes 0, .5, 1, 1.5 (| 0x80)
+constexpr uint32_t kT1 = 0x4C484440u | 0x80808080u;  // 2, 3, 4, 6 (| 0x80)
+constexpr uint32_t kK0 = 0x08080800u, kK1 = 0x08080808u;  // + d per exponent step (bytes of normal values)
+
+// acc[0 .. N/8) (+)= A (64 x 32 e4m3, registers) x B (32 x N e4m3, shared memory at desc); acc has NG groups.
+template <int NG, int N>
+__device__ inline void wg_mma_e4m3(float (&d)[NG][4], const uint32_t (&a)[4], uint64_t desc);
+template <>
+__device__ inline void wg_mma_e4m3<16, 64>(float (&d)[16][4], const uint32_t (&a)[4], uint64_t desc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "
+      "{%32,%33,%34,%35}, %36, p, 1, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
+}
+template <>
+__device__ inline void wg_mma_e4m3<16, 128>(float (&d)[16][4], const uint32_t (&a)[4], uint64_t desc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
+      "{%64,%65,%66,%67}, %68, p, 1, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
+}
+template <>
+__device__ inline void wg_mma_e4m3<32, 64>(float (&d)[32][4], const uint32_t (&a)[4], uint64_t desc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "
+      "{%32,%33,%34,%35}, %36, p, 1, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
+}
+template <>
+__device__ inline void wg_mma_e4m3<32, 128>(float (&d)[32][4], const uint32_t (&a)[4], uint64_t desc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
+      "{%64,%65,%66,%67}, %68, p, 1, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
+}
+template <>
+__device__ inline void wg_mma_e4m3<32, 160>(float (&d)[32][4], const uint32_t (&a)[4], uint64_t desc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %85, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n160k32.f32.e4m3.e4m3 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79}, "
+      "{%80,%81,%82,%83}, %84, p, 1, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]), "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
+}
+template <>
+__device__ inline void wg_mma_e4m3<32, 256>(float (&d)[32][4], const uint32_t (&a)[4], uint64_t desc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, "
+      "{%128,%129,%130,%131}, %132, p, 1, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]), "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]), "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3]), "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]), "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3]), "+f"(d[24][0]), "+f"(d[24][1]), "+f"(d[24][2]), "+f"(d[24][3]), "+f"(d[25][0]), "+f"(d[25][1]), "+f"(d[25][2]), "+f"(d[25][3]), "+f"(d[26][0]), "+f"(d[26][1]), "+f"(d[26][2]), "+f"(d[26][3]), "+f"(d[27][0]), "+f"(d[27][1]), "+f"(d[27][2]), "+f"(d[27][3]), "+f"(d[28][0]), "+f"(d[28][1]), "+f"(d[28][2]), "+f"(d[28][3]), "+f"(d[29][0]), "+f"(d[29][1]), "+f"(d[29][2]), "+f"(d[29][3]), "+f"(d[30][0]), "+f"(d[30][1]), "+f"(d[30][2]), "+f"(d[30][3]), "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]), "+f"(d[31][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
+}
+#endif  // MOE_WG8_DEVICE
+
+// acc (+)= A (the BM weight rows of the 16-row groups rg[], decoded) x B (NCOLS activation rows at
+// x + xoff_row[c]) over K = 32 KB. lo[m][h]: the window's first scale byte of row g + 8 h of group m
+// (from the first stage); chk[m][h]: the largest b - lo seen (the row is exact while <= 11).
+template <class C, int NCOLS>
+__device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint8_t* x, int KB, const int* rg,
+                                const uint32_t* xoff_row, uint8_t* smem, float (&acc)[C::MT][C::NG][4],
+                                int (&lo)[C::MT][2], uint32_t (&chk)[C::MT][2]) {
+#pragma unroll
+  for (int m = 0; m < C::MT; ++m) {
+#pragma unroll
+    for (int j = 0; j < C::NG; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[m][j][i] = 0.0f;
+    lo[m][0] = lo[m][1] = 0;
+    chk[m][0] = chk[m][1] = 0u;
+  }
+#if defined(MOE_WG8_DEVICE)
+  const int tid = threadIdx.x, lane = tid % kLanes, wm = tid / kLanes;
+  const int g = lane / 4;
+  const int nk = KB / C::KS;
+  const uint32_t rg_bytes = uint32_t(KB) * 256u;
+
+  uint32_t woff[C::kWPer], xoff[C::kXPer];
+#pragma unroll
+  for (int n = 0; n < C::kWPer; ++n) {
+    const int i = tid + n * C::kThreads, r = i / (C::KS * 16), ch = i % (C::KS * 16);
+    woff[n] = uint32_t(rg[r]) * rg_bytes + uint32_t(ch) * 16u;
+  }
+  const int srow = tid % C::BM;  // the scale row this thread copies (threads tid < BM)
+  const uint32_t soff = (uint32_t(rg[srow / 16]) * 16u + uint32_t(srow % 16)) * uint32_t(KB);
+  // Activation chunk i = tid + n kThreads: row c = (i / (8 kXChunks)) 8 + i % 8, chunk ch = (i / 8) % kXChunks.
+  auto xrow_of = [&](int i) { return (i / (8 * C::kXChunks)) * 8 + i % 8; };
+  auto xch_of = [&](int i) { return (i / 8) % C::kXChunks; };
+#pragma unroll
+  for (int n = 0; n < C::kXPer; ++n) {
+    const int i = tid + n * C::kThreads;
+    xoff[n] = xoff_row[xrow_of(i)] + uint32_t(xch_of(i)) * 16u;
+  }
+
+  // Copies of a stage: W (kWPer), X (kXPer, rows < NCOLS), S (1), in KS portions (P < 0: all).
+  constexpr int kCopies = C::kWPer + C::kXPer + 1, kPortion = (kCopies + C::KS - 1) / C::KS;
+  auto load_part = [&](auto p_tag, int slot, int kb0) {
+    constexpr int P = decltype(p_tag)::value;
+    uint8_t* st = smem + slot * C::kStageBytes;
+    const uint8_t* wb = w + uint32_t(kb0) * 256u;
+#pragma unroll
+    for (int n = 0; n < C::kWPer; ++n)
+      if (P < 0 || n / kPortion == P) cp_async<16>(st + C::kW + (tid + n * C::kThreads) * 16, wb + woff[n]);
+    const uint8_t* xb = x + uint32_t(kb0) * 32u;
+#pragma unroll
+    for (int n = 0; n < C::kXPer; ++n) {
+      if (P >= 0 && (C::kWPer + n) / kPortion != P) continue;
+      const int i = tid + n * C::kThreads, c = xrow_of(i);
+      if (NCOLS == C::BN || c < NCOLS)
+        cp_async<16>(st + C::kX + (c / 8) * C::kSBO + xch_of(i) * 128 + (c % 8) * 16, xb + xoff[n]);
+    }
+    if ((P < 0 || (C::kWPer + C::kXPer) / kPortion == P) && (C::BM == C::kThreads || tid < C::BM))
+      cp_async<C::KS>(st + C::kWs + srow * C::KS, wsc + kb0 + soff);
+  };
+
+  const uint32_t smem_s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  uint32_t a[C::NB][C::MT][4];
+  uint32_t c0[C::MT][2], c1[C::MT][2];
+
+  auto body = [&](int slot, int next_slot, int next_kb, bool has_next) {
+    const uint8_t* st = smem + slot * C::kStageBytes;
+    const uint64_t desc0 = smem_desc(smem_s + slot * C::kStageBytes + C::kX, C::kSBO);
+    uint32_t sw[C::MT][2][C::KS / 4];  // scale words of rows g and g + 8 of each group
+#pragma unroll
+    for (int m = 0; m < C::MT; ++m)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint8_t* p = st + C::kWs + ((wm * C::MT + m) * 16 + g + 8 * h) * C::KS;
+        if constexpr (C::KS == 8) {
+          const uint2 v = *reinterpret_cast<const uint2*>(p);
+          sw[m][h][0] = v.x;
+          sw[m][h][1] = v.y;
+        } else {
+          sw[m][h][0] = *reinterpret_cast<const uint32_t*>(p);
+        }
+      }
+    uint32_t wn[C::MT][2];  // PF: the weight words of the next k-block
+    auto read_words = [&](int u) {
+#pragma unroll
+      for (int m = 0; m < C::MT; ++m) {
+        const uint8_t* kb = st + C::kW + ((wm * C::MT + m) * C::KS + u) * 256;
+        wn[m][0] = *reinterpret_cast<const uint32_t*>(kb + 4 * lane);
+        wn[m][1] = *reinterpret_cast<const uint32_t*>(kb + 128 + 4 * lane);
+      }
+    };
+    if constexpr (C::PF) read_words(0);
+    auto kblock = [&](auto u_tag) {
+      constexpr int u = decltype(u_tag)::value;
+      constexpr int b = u % C::NB;
+      if constexpr (!C::PF) read_words(u);
+      uint32_t wc[C::MT][2];
+#pragma unroll
+      for (int m = 0; m < C::MT; ++m) {
+        wc[m][0] = wn[m][0];
+        wc[m][1] = wn[m][1];
+      }
+#pragma unroll
+      for (int m = 0; m < C::MT; ++m) {
+        const uint32_t w0 = wc[m][0], w1 = wc[m][1];
+        uint32_t t0[2], t1[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const uint32_t bb = __byte_perm(sw[m][h][u / 4], 0u, 0x4440u + (u % 4));
+          t0[h] = bb * kK0 + c0[m][h];
+          t1[h] = bb * kK1 + c1[m][h];
+          chk[m][h] = max(chk[m][h], bb - uint32_t(lo[m][h]));
+        }
+        decode8(w0, t0[0], t1[0], a[b][m][0], a[b][m][2]);
+        decode8(w1, t0[1], t1[1], a[b][m][1], a[b][m][3]);
+      }
+      moe_wg8::wg_fence();
+#pragma unroll
+      for (int m = 0; m < C::MT; ++m) wg_mma_e4m3<C::NG, NCOLS>(acc[m], a[b][m], desc0 + uint64_t(u * 256 / 16));
+      moe_wg8::wg_commit();
+      if constexpr (C::PF && u + 1 < C::KS) read_words(u + 1);
+      if (has_next) load_part(u_tag, next_slot, next_kb);
+      moe_wg8::wg_wait<C::NB - 1>();
+    };
+    [&]<int... U>(std::integer_sequence<int, U...>) {
+      (kblock(std::integral_constant<int, U>{}), ...);
+    }(std::make_integer_sequence<int, C::KS>{});
+  };
+
+#pragma unroll
+  for (int s = 0; s < C::STAGES - 1; ++s) {
+    if (s < nk) load_part(std::integral_constant<int, -1>{}, s, s * C::KS);
+    cp_commit();
+  }
+  for (int ks = 0; ks < nk; ++ks) {
+    cp_wait<C::STAGES - 2>();  // this thread's copies of stage ks landed
+    moe_wg8::wg_wait<0>();     // this warp's wgmma reads of stage ks - 1 are done
+    moe_wg8::proxy_fence();    // the landed copies -> visible to wgmma's shared-memory reads
+    __syncthreads();
+    const int slot = ks % C::STAGES;
+    if (ks == 0) {
+      // Each row's window from its first stage: the largest byte at d = 3, window d in [-5, 6].
+#pragma unroll
+      for (int m = 0; m < C::MT; ++m)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const uint8_t* p = smem + C::kWs + ((wm * C::MT + m) * 16 + g + 8 * h) * C::KS;
+          uint32_t q;
+          if constexpr (C::KS == 8) {
+            const uint2 v = *reinterpret_cast<const uint2*>(p);
+            q = __vmaxu4(v.x, v.y);
+          } else {
+            q = *reinterpret_cast<const uint32_t*>(p);
+          }
+          q = __vmaxu4(q, q >> 16);
+          q = __vmaxu4(q, q >> 8);
+          lo[m][h] = int(q & 0xFFu) - 8;
+          c0[m][h] = kT0 - uint32_t(lo[m][h] + 5) * kK0;
+          c1[m][h] = kT1 - uint32_t(lo[m][h] + 5) * kK1;
+        }
+    }
+    const int next = ks + C::STAGES - 1;
+    body(slot, next % C::STAGES, next * C::KS, next < nk);
+    cp_commit();
+  }
+  moe_wg8::wg_wait<0>();
+#pragma unroll
+  for (int m = 0; m < C::MT; ++m)
+#pragma unroll
+    for (int j = 0; j < C::NG; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) moe_wg8::reg_fence(acc[m][j][i]);
+  cp_wait<0>();
+#else
+  (void)w, (void)wsc, (void)x, (void)KB, (void)rg, (void)xoff_row, (void)smem;
+#if defined(__CUDA_ARCH__)
+  __trap();  // built without sm_90a features: never dispatched to (needs sm_90a)
+#endif
+#endif
+}
+
+// The mainloop, then rref[r] / wflag[r] (block row r's reference exponent and out-of-window flag) in
+// shared memory for every row, after a barrier.
+template <class C, int NCOLS, int FORCE>
+__device__ inline void run_mainloop(const uint8_t* w, const uint8_t* wsc, const uint8_t* x, int KB, const int* rg,
+                                    const uint32_t* xoff_row, uint8_t* smem, float (&acc)[C::MT][C::NG][4], int* rref,
+                                    int* wflag) {
+  int lo[C::MT][2];
+  uint32_t chk[C::MT][2];
+  mainloop<C, NCOLS>(w, wsc, x, KB, rg, xoff_row, smem, acc, lo, chk);
+  const moe_wide16::AccIndex<C> ix;
+#pragma unroll
+  for (int m = 0; m < C::MT; ++m)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = ix.row(m, 2 * h);
+      if (threadIdx.x % 4 == 0) {
+        rref[r] = lo[m][h] + 5 - 127;
+        wflag[r] = chk[m][h] > 11u || (FORCE && r % 97 == 11);
+      }
+    }
+  __syncthreads();
+}
+
+// Exact dot product of one weight row (unshuffled e2m1 bytes + e8m0 scales) with one stored e4m3
+// activation row (value x 2^(flag ? its block exponent : ref)), lanes over the k-blocks, fp32.
+__device__ inline float exact_dot(const uint8_t* wrow, const uint8_t* srow, const uint8_t* xrow, const uint8_t* xsrow,
+                                  bool flag, int ref, int KB) {
+  const int lane = threadIdx.x % kLanes;
+  float sum = 0.0f;
+  for (int kb = lane; kb < KB; kb += kLanes) {
+    float part = 0.0f;
+    for (int k = 0; k < 32; ++k) {
+      const float wv = mxfp4::e2m1_value(uint32_t(wrow[kb * 16 + k / 2]) >> (4 * (k & 1)));
+      const float xv = mxfp4::e4m3_small_value(xrow[kb * 32 + position(k)]);
+      part = fmaf(wv, xv, part);
+    }
+    sum += part * mxfp4::e8m0_value(srow[kb]) * numerics::exp2_f32(flag ? int(xsrow[kb]) - 127 : ref);
+  }
+#pragma unroll
+  for (int o = kLanes / 2; o > 0; o >>= 1) sum += __shfl_xor(sum, o);
+  return sum;
+}
+
+// The hidden states: one block (256 threads) a token, 8 values a thread and step.
+template <int FORCE>
+__global__ __launch_bounds__(256) void quantize_hidden(const uint16_t* hidden, int H, uint8_t* x8, uint8_t* xs,
+                                                       int32_t* xr, int32_t* aflag, int rows_max) {
+  constexpr int kThreadsQ = 256, kMaxJ = 4;
+  __shared__ int red[2][kThreadsQ / 32];
+  const int t = blockIdx.x, tid = threadIdx.x, n8 = H / 8;
+  for (int i = blockIdx.x * kThreadsQ + tid; i < rows_max; i += gridDim.x * kThreadsQ) aflag[i] = 0;
+  const uint16_t* hrow = hidden + int64_t(t) * H;
+  uint32_t cw[kMaxJ];
+  int s[kMaxJ];
+  int mx = -100000, mn = 100000;
+#pragma unroll
+  for (int j = 0; j < kMaxJ; ++j) {
+    cw[j] = 0u;
+    s[j] = 0;
+    if (j * kThreadsQ >= n8) continue;  // uniform
+    const int i = tid + j * kThreadsQ;
+    float v[8];
+    s[j] = moe_tiled::hidden8_block_scale(hrow, i, n8, v);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) cw[j] |= mxfp4::quantize_dynamic_code(v[k], s[j]) << (4 * k);
+    int nz = (cw[j] & 0x77777777u) != 0u;
+    nz |= __shfl_xor(nz, 1);
+    nz |= __shfl_xor(nz, 2);
+    if (i < n8 && nz) {
+      mx = max(mx, s[j]);
+      mn = min(mn, s[j]);
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    mx = max(mx, __shfl_xor(mx, o));
+    mn = min(mn, __shfl_xor(mn, o));
+  }
+  if (tid % 32 == 0) {
+    red[0][tid / 32] = mx;
+    red[1][tid / 32] = mn;
+  }
+  __syncthreads();
+  mx = red[0][0];
+  mn = red[1][0];
+  for (int w = 1; w < kThreadsQ / 32; ++w) {
+    mx = max(mx, red[0][w]);
+    mn = min(mn, red[1][w]);
+  }
+  const bool any = mx > -100000;
+  const bool flag = (any && mx - mn > 14) || (FORCE && t % 37 == 5);
+  const int R = any ? mx - 6 : 0;
+#pragma unroll
+  for (int j = 0; j < kMaxJ; ++j) {
+    const int i = tid + j * kThreadsQ;
+    if (i >= n8) continue;
+    const int d = flag ? 0 : s[j] - R;
+    const uint32_t lo = e4m3x4_of(cw[j], d), hi = e4m3x4_of(cw[j] >> 16, d);
+    const int q = i % 4;
+    uint8_t* blk = x8 + int64_t(t) * H + (i / 4) * 32;
+    *reinterpret_cast<uint32_t*>(blk + 4 * q) = lo;
+    *reinterpret_cast<uint32_t*>(blk + 16 + 4 * q) = hi;
+    if (q == 0) xs[int64_t(t) * (H / 32) + i / 4] = uint8_t(s[j] + 127);
+  }
+  if (tid == 0) {
+    xr[2 * t] = R;
+    xr[2 * t + 1] = flag;
+  }
+}
+
+// One block of blockDim >= E threads: counts per expert, a scan of the tiles per expert, the tile list
+// (TileR) and the sorted pair list (moe_tiled::route_scan with tiles of up to T rows, split evenly if even).
+__global__ void route_even(const int32_t* topk_ids, int P, int E, int T, bool even, int rows_max, int32_t* sorted_pair,
+                           TileR* tiles, int32_t* n_tiles) {
+  extern __shared__ int smem_route[];
+  int* count = smem_route;        // [E]
+  int* row_off = smem_route + E;  // [E]
+  int* scan = smem_route + 2 * E; // [blockDim.x]
+  const int tid = threadIdx.x;
+  for (int e = tid; e < E; e += blockDim.x) count[e] = 0;
+  for (int r = tid; r < rows_max; r += blockDim.x) sorted_pair[r] = -1;
+  __syncthreads();
+  for (int p = tid; p < P; p += blockDim.x) {
+    const int e = topk_ids[p];
+    if (e >= 0 && e < E) atomicAdd(&count[e], 1);
+  }
+  __syncthreads();
+  const int mine = tid < E ? (count[tid] + T - 1) / T : 0;
+  scan[tid] = mine;
+  __syncthreads();
+  for (int o = 1; o < int(blockDim.x); o <<= 1) {
+    const int add = tid >= o ? scan[tid - o] : 0;
+    __syncthreads();
+    scan[tid] += add;
+    __syncthreads();
+  }
+  if (tid < E) {
+    const int first = scan[tid] - mine, n = count[tid];
+    row_off[tid] = first * T;
+    const int q = !even ? T : mine ? (n + mine - 1) / mine : 0;
+    for (int i = 0; i < mine; ++i) tiles[first + i] = TileR{tid, first * T + i * q, min(q, n - i * q)};
+    count[tid] = 0;  // now the fill cursor
+  }
+  if (tid == int(blockDim.x) - 1) *n_tiles = scan[tid];
+  __syncthreads();
+  for (int p = tid; p < P; p += blockDim.x) {
+    const int e = topk_ids[p];
+    if (e >= 0 && e < E) sorted_pair[row_off[e] + atomicAdd(&count[e], 1)] = p;
+  }
+}
+
+// The block's tile. 128-row tiles: moe_wg8::route's list (T rows each, an expert's last tile shorter,
+// the real rows counted from the pair list: rows = T here, padding pairs are -1). 256-row tiles:
+// route_even's list, in reverse order (the shared expert's full tiles first, the lightest last).
+template <class C>
+__device__ inline TileR tile_of(const Ws& ws) {
+  if constexpr (C::BN == 128) {
+    const Tile t = ws.p.tiles[blockIdx.x];
+    return TileR{t.expert, t.row0, C::BN};
+  } else {
+    return ws.tiles[*ws.p.n_tiles - 1 - int(blockIdx.x)];
+  }
+}
+
+// Runs f(integral_constant<N>) with the tile's wgmma N for `rows` real rows.
+template <class C, class F>
+__device__ inline void dispatch_cols(int rows, F&& f) {
+  if constexpr (C::BN == 128) {
+    if (rows <= 64) f(std::integral_constant<int, 64>{});
+    else f(std::integral_constant<int, 128>{});
+  } else {
+    if (rows <= 64) f(std::integral_constant<int, 64>{});
+    else if (rows <= 128) f(std::integral_constant<int, 128>{});
+    else if (rows <= 160) f(std::integral_constant<int, 160>{});
+    else f(std::integral_constant<int, 256>{});
+  }
+}
+
+template <class C>
+constexpr int gate_up_smem() {
+  return C::kPipeBytes > C::BN * (C::BM + 4) * 4 ? C::kPipeBytes : C::BN * (C::BM + 4) * 4;
+}
+
+// Stage 1. grid (tiles_max, I / (BM / 2)): BM/2 gate + BM/2 up rows x 128 sorted rows, SwiGLU, bf16
+// rounding, dynamic MXFP4 requantization into e4m3 a (position order, reference 0).
+template <class C, int FORCE>
+__global__ __launch_bounds__(C::kThreads, 1) void gate_up(MoeArgs a, Ws ws) {
+  extern __shared__ __align__(128) uint8_t smem[];
+  __shared__ int rg[C::BM / 16];
+  __shared__ uint32_t xoff[C::BN];
+  __shared__ float colmul[C::BN];
+  __shared__ int tok[C::BN];
+  __shared__ int xflag[C::BN];
+  __shared__ int wflag[C::BM];
+  __shared__ int rref[C::BM];
+  if (int(blockIdx.x) >= *ws.p.n_tiles) return;
+  const TileR tile = tile_of<C>(ws);
+  const int H = a.cfg.d_hidden, I = a.cfg.d_expert, T = a.cfg.total_top_k, KB = H / 32;
+  constexpr int kHalf = C::BM / 2;
+  const int n0 = blockIdx.y * kHalf;
+  for (int i = threadIdx.x; i < C::BM / 16; i += C::kThreads) rg[i] = (i < kHalf / 16 ? n0 : I + n0 - kHalf) / 16 + i;
+  bool real = false;
+  if (threadIdx.x < C::BN) {
+    const int c = threadIdx.x;
+    const int p = c < tile.rows ? ws.p.sorted_pair[tile.row0 + c] : -1;
+    const int token = p >= 0 ? p / T : 0;  // padding rows borrow token 0; never written back
+    xoff[c] = uint32_t(token) * uint32_t(H);
+    colmul[c] = numerics::exp2_f32(ws.xr[2 * token]);
+    tok[c] = p >= 0 ? token : -1;
+    xflag[c] = p >= 0 && ws.xr[2 * token + 1];
+    real = p >= 0;
+  }
+  const int nreal = __syncthreads_count(real);
+  float acc[C::MT][C::NG][4];
+  const uint8_t* wq = a.gate_up_weight_shuffled + int64_t(tile.expert) * 2 * I * (H / 2);
+  const uint8_t* wsc = a.gate_up_weight_scale + int64_t(tile.expert) * 2 * I * KB;
+  dispatch_cols<C>(nreal, [&](auto n_tag) {
+    run_mainloop<C, decltype(n_tag)::value, FORCE>(wq, wsc, ws.p.x8, KB, rg, xoff, smem, acc, rref, wflag);
+  });
+  // (run_mainloop ends with a barrier: the pipeline buffers become the fp32 tile [BN][BM + 4])
+
+  constexpr int kStride = C::BM + 4;
+  float* tile_f = reinterpret_cast<float*>(smem);
+  const moe_wide16::AccIndex<C> ix;
+  bool mine = false;
+#pragma unroll
+  for (int m = 0; m < C::MT; ++m) {
+    float rowmul[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = ix.row(m, 2 * h);
+      rowmul[h] = numerics::exp2_f32(rref[r]);
+      mine |= wflag[r] != 0;
+    }
+#pragma unroll
+    for (int j = 0; j < C::NG; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int c = ix.col(j, i);
+        tile_f[c * kStride + ix.row(m, i)] = acc[m][j][i] * rowmul[i >> 1] * colmul[c];
+      }
+  }
+  if (threadIdx.x < C::BN) mine |= xflag[threadIdx.x] != 0;
+  if (__syncthreads_or(mine)) {
+    const int warp = threadIdx.x / kLanes;
+    for (int idx = warp; idx < C::BN * C::BM; idx += C::kThreads / kLanes) {
+      const int c = idx / C::BM, r = idx % C::BM;
+      if (tok[c] < 0 || !(wflag[r] || xflag[c])) continue;
+      const int64_t n = int64_t(tile.expert) * 2 * I + rg[r / 16] * 16 + r % 16;
+      const int t = tok[c];
+      const float v = exact_dot(a.gate_up_weight + n * (H / 2), a.gate_up_weight_scale + n * KB, ws.p.x8 + int64_t(t) * H,
+                                ws.p.xs + int64_t(t) * KB, ws.xr[2 * t + 1] != 0, ws.xr[2 * t], KB);
+      if (threadIdx.x % kLanes == 0) tile_f[c * kStride + r] = v;
+    }
+    __syncthreads();
+  }
+
+  // SwiGLU, bf16 rounding and requantization: 8 consecutive columns a thread (a quarter of a 32-value
+  // block: the block's amax over the 4 lanes of its quarters), two 4-byte stores in position order.
+  constexpr int kQuarters = kHalf / 8, kItems = C::BN * kQuarters;
+  for (int it = threadIdx.x; it < kItems; it += C::kThreads) {
+    const int c = it / kQuarters, nq = (it % kQuarters) * 8;  // nq: first column (of kHalf)
+    const float* gp = tile_f + c * kStride + nq;
+    const float4 g0 = *reinterpret_cast<const float4*>(gp), g1 = *reinterpret_cast<const float4*>(gp + 4);
+    const float4 u0 = *reinterpret_cast<const float4*>(gp + kHalf), u1 = *reinterpret_cast<const float4*>(gp + kHalf + 4);
+    const float gv[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
+    const float uv[8] = {u0.x, u0.y, u0.z, u0.w, u1.x, u1.y, u1.z, u1.w};
+    float xv[8], amax = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const float silu = gv[k] / (1.0f + expf(-gv[k]));
+      xv[k] = numerics::bf16_to_f32(numerics::f32_to_bf16(silu * uv[k]));
+      amax = fmaxf(amax, mxfp4::abs_for_amax(xv[k]));
+    }
+    amax = fmaxf(amax, __shfl_xor(amax, 1));
+    amax = fmaxf(amax, __shfl_xor(amax, 2));
+    const int s = numerics::mxfp4_dynamic_scale_exp(amax);
+    uint32_t q = 0;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) q |= mxfp4::quantize_dynamic_code(xv[k], s) << (4 * k);
+    int nz = (q & 0x77777777u) != 0u;
+    nz |= __shfl_xor(nz, 1);
+    nz |= __shfl_xor(nz, 2);
+    if (tok[c] < 0) continue;  // padding rows: never read back
+    const int64_t row = tile.row0 + c;
+    const bool flag = (nz && (s < -8 || s > 6)) || (FORCE && row % 41 == 3);
+    const int d = (flag || s < -8 || s > 6) ? 0 : s;
+    uint8_t* dst = ws.p.a8 + row * I + n0 + (nq & ~31) + 4 * ((nq / 8) % 4);
+    *reinterpret_cast<uint32_t*>(dst) = e4m3x4_of(q, d);
+    *reinterpret_cast<uint32_t*>(dst + 16) = e4m3x4_of(q >> 16, d);
+    if (nq % 32 == 0) {
+      ws.p.as[row * (I / 32) + (n0 + nq) / 32] = uint8_t(s + 127);
+      if (flag) ws.aflag[row] = 1;
+    }
+  }
+}
+
+// Stage 2. grid (tiles_max, H / BM): y[pair, n] = weight * (a W_down^T).
+template <class C, int FORCE>
+__global__ __launch_bounds__(C::kThreads, 1) void down(MoeArgs a, Ws ws) {
+  extern __shared__ __align__(128) uint8_t smem[];
+  __shared__ int rg[C::BM / 16];
+  __shared__ uint32_t xoff[C::BN];
+  __shared__ int pair[C::BN];
+  __shared__ float weight[C::BN];
+  __shared__ int aflg[C::BN];
+  __shared__ int wflag[C::BM];
+  __shared__ int rref[C::BM];
+  if (int(blockIdx.x) >= *ws.p.n_tiles) return;
+  const TileR tile = tile_of<C>(ws);
+  const int H = a.cfg.d_hidden, I = a.cfg.d_expert, KB = I / 32;
+  const int n0 = blockIdx.y * C::BM;
+  for (int i = threadIdx.x; i < C::BM / 16; i += C::kThreads) rg[i] = n0 / 16 + i;
+  bool real = false;
+  if (threadIdx.x < C::BN) {
+    const int c = threadIdx.x;
+    const int row = tile.row0 + (c < tile.rows ? c : 0);  // rows past the tile's: its first row (not stored)
+    const int p = c < tile.rows ? ws.p.sorted_pair[row] : -1;
+    xoff[c] = uint32_t(row) * uint32_t(I);
+    pair[c] = p;
+    weight[c] = p >= 0 ? a.topk_weights[p] : 0.0f;
+    aflg[c] = p >= 0 && ws.aflag[row];
+    real = p >= 0;
+  }
+  const int nreal = __syncthreads_count(real);
+  float acc[C::MT][C::NG][4];
+  const uint8_t* wq = a.down_weight_shuffled + int64_t(tile.expert) * H * (I / 2);
+  const uint8_t* wsc = a.down_weight_scale + int64_t(tile.expert) * H * KB;
+  dispatch_cols<C>(nreal, [&](auto n_tag) {
+    run_mainloop<C, decltype(n_tag)::value, FORCE>(wq, wsc, ws.p.a8, KB, rg, xoff, smem, acc, rref, wflag);
+  });
+
+  const moe_wide16::AccIndex<C> ix;
+  bool mine = false;
+#pragma unroll
+  for (int m = 0; m < C::MT; ++m)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = ix.row(m, 2 * h);
+      const float rowmul = numerics::exp2_f32(rref[r]);
+      mine |= wflag[r] != 0;
+#pragma unroll
+      for (int j = 0; j < C::NG; ++j) {
+        acc[m][j][2 * h] *= rowmul;
+        acc[m][j][2 * h + 1] *= rowmul;
+      }
+    }
+  moe_tiled::store_weighted_rows<C>(ix, acc, pair, weight, ws.p.y, H, n0);
+  if (threadIdx.x < C::BN) mine |= aflg[threadIdx.x] != 0;
+  if (__syncthreads_or(mine)) {
+    const int warp = threadIdx.x / kLanes;
+    for (int idx = warp; idx < C::BN * C::BM; idx += C::kThreads / kLanes) {
+      const int c = idx / C::BM, r = idx % C::BM;
+      if (pair[c] < 0 || !(wflag[r] || aflg[c])) continue;
+      const int64_t n = int64_t(tile.expert) * H + n0 + r;
+      const int64_t row = tile.row0 + c;
+      const float v = exact_dot(a.down_weight + n * (I / 2), a.down_weight_scale + n * KB, ws.p.a8 + row * I,
+                                ws.p.as + row * KB, aflg[c] != 0, 0, KB);
+      if (threadIdx.x % kLanes == 0) ws.p.y[int64_t(pair[c]) * H + n0 + r] = weight[c] * v;
+    }
+  }
+}
+
+inline bool supports(const MoeConfig& c) {
+  return c.d_expert % 128 == 0 && c.d_hidden % 256 == 0 && (c.d_hidden / 32) % 8 == 0 && (c.d_expert / 32) % 8 == 0 &&
+         c.d_hidden <= 8192 && c.n_routed_experts + c.n_shared_experts <= 1024;
+}
+
+// The whole layer: quantizer, route (tiles of up to G1::BN rows), gate_up, down, combine.
+template <class G1, class G2, int FORCE = 0>
+void launch(const MoeArgs& a) {
+  static_assert(G1::BN == G2::BN, "one tile list");
+  constexpr int T = G1::BN;
+  if (a.workspace_size < workspace_bytes(a.cfg, G1::BN)) throw std::invalid_argument("moe_mxfp4: workspace too small");
+  if (!supports(a.cfg)) throw std::invalid_argument("moe_mxfp4: shape not supported by the fp8 kernels");
+  Ws ws;
+  carve(a.cfg, G1::BN, a.workspace, &ws);
+  const moe_pipeline::Sizes s = moe_pipeline::sizes_of(a.cfg, T);
+  quantize_hidden<FORCE><<<unsigned(s.M), 256>>>(a.hidden_states, int(s.H), ws.p.x8, ws.p.xs, ws.xr, ws.aflag,
+                                                 int(s.rows_max));
+  moe_pipeline::check(hipGetLastError(), "fp8 quantize hidden");
+  if constexpr (T == 128) {
+    moe_wg8::route(a, ws.p, 128);  // the measured form's route
+  } else {
+    constexpr int kRouteThreads = 1024;
+    route_even<<<1, kRouteThreads, size_t(2 * s.E + kRouteThreads) * sizeof(int)>>>(
+        a.topk_ids, int(s.P), int(s.E), T, true, int(s.rows_max), ws.p.sorted_pair, ws.tiles, ws.p.n_tiles);
+    moe_pipeline::check(hipGetLastError(), "fp8 route");
+  }
+  constexpr int sm1 = gate_up_smem<G1>(), sm2 = G2::kPipeBytes;
+  moe_wg8::allow_smem(gate_up<G1, FORCE>, sm1);
+  moe_wg8::allow_smem(down<G2, FORCE>, sm2);
+  gate_up<G1, FORCE><<<dim3(unsigned(s.tiles_max), unsigned(s.I / (G1::BM / 2))), G1::kThreads, sm1>>>(a, ws);
+  moe_pipeline::check(hipGetLastError(), "fp8 gate_up");
+  down<G2, FORCE><<<dim3(unsigned(s.tiles_max), unsigned(s.H / G2::BM)), G2::kThreads, sm2>>>(a, ws);
+  moe_pipeline::check(hipGetLastError(), "fp8 down");
+  moe_pipeline::launch_combine(a, ws.p);
+}
+
+// The measured configuration (docs/perf-moe-fp8.md, call 6): 128-row tiles (T rows each but an
+// expert's last), 256 weight rows (8 warps x two 16-row groups) x 128 tile rows (wgmma N 64 for tiles
+// with <= 64 real rows), 8 k-blocks a stage, 3 stages (198 KB), the weight words one k-block ahead.
+using G1 = Cfg<8, 2, 8, 3, 2, true, 128>;
+using G2 = Cfg<8, 2, 8, 3, 2, true, 128>;
+// Candidate, NOT measured (the device budget ran out): tiles of up to 256 rows split evenly per expert
+// (34 tiles instead of 49 on the E33 bs512 routing, none nearly empty), 128 weight rows (8 warps x one
+// 16-row group) x up to 256 tile rows (wgmma N 64 / 128 / 160 / 256 by the tile's real rows), 4
+// k-blocks a stage, 4 stages (162 KB), 227 registers, tiles in reverse route order.
+using G1t = Cfg<8, 1, 4, 4, 2, true, 256>;
+using G2t = Cfg<8, 1, 4, 4, 2, true, 256>;
+
+// The path as one unit for a composed variant: the 64-row shapes of v20 (bs x k / routed > 40).
+template <class A, class B>
+struct PathOf {
+  static bool applies(const MoeConfig& c) {
+    return c.bs * c.n_experts_per_token / c.n_routed_experts > 40 && supports(c);
+  }
+  static size_t workspace_bytes(const MoeConfig& c) { return moe_fp8r::workspace_bytes(c, A::BN); }
+  static void launch(const MoeArgs& a) { moe_fp8r::launch<A, B>(a); }
+};
+using Path = PathOf<G1, G2>;     // measured (v23)
+using PathT = PathOf<G1t, G2t>;  // candidate (v23t), not measured
+#endif  // MOE_WG8_HOST
+
+}  // namespace
+}  // namespace moe_fp8r
