@@ -30,7 +30,7 @@
 //    k-blocks, fence.proxy.async before each stage barrier, one wgmma group in flight.
 //  - Tiles with <= 64 real rows run m64n64k32 (and copy only those rows).
 // Route: moe_wg8's 1024-thread route with 128-row tiles; combine: moe_pipeline's. Measured against
-// v20 in docs/perf-moe-fp8.md (a shared-memory A form, decoded by every thread one stage ahead, and a
+// v20 in docs/perf.md, section "moe_mxfp4 v23" (a shared-memory A form, decoded by every thread one stage ahead, and a
 // 16-warp form were slower and are not kept). That is Path (G1 / G2, v23). PathT (G1t / G2t, v23t)
 // is an unmeasured candidate: tiles of up to 256 rows split evenly per expert (route_even), 128
 // weight rows x up to 256 tile rows, wgmma N 64 / 128 / 160 / 256 by the tile's rows.
@@ -807,7 +807,7 @@ void launch(const MoeArgs& a) {
   moe_pipeline::launch_combine(a, ws.p);
 }
 
-// The measured configuration (docs/perf-moe-fp8.md, call 6): 128-row tiles (T rows each but an
+// The measured configuration (docs/perf.md, section "moe_mxfp4 v23", call 6): 128-row tiles (T rows each but an
 // expert's last), 256 weight rows (8 warps x two 16-row groups) x 128 tile rows (wgmma N 64 for tiles
 // with <= 64 real rows), 8 k-blocks a stage, 3 stages (198 KB), the weight words one k-block ahead.
 using G1 = Cfg<8, 2, 8, 3, 2, true, 128>;
