@@ -31,9 +31,11 @@
 //  - Tiles with <= 64 real rows run m64n64k32 (and copy only those rows).
 // Route: moe_wg8's 1024-thread route with 128-row tiles; combine: moe_pipeline's. Measured against
 // v20 in docs/perf.md, section "moe_mxfp4 v23" (a shared-memory A form, decoded by every thread one stage ahead, and a
-// 16-warp form were slower and are not kept). That is Path (G1 / G2, v23). PathT (G1t / G2t, v23t)
-// is an unmeasured candidate: tiles of up to 256 rows split evenly per expert (route_even), 128
-// weight rows x up to 256 tile rows, wgmma N 64 / 128 / 160 / 256 by the tile's rows.
+// 16-warp form were slower and are not kept). That is Path (G1 / G2, v23). PathT (G1t / G2t)
+// is the form with tiles of up to 256 rows split evenly per expert (route_even), 128 weight rows x up
+// to 256 tile rows, wgmma N 64 / 128 / 160 / 256 by the tile's rows: measured slower (458.9 / 1132.9 us
+// against Path's 374.6 / 903.3 on E33 bs512 d_expert 512 / 2048; docs/perf.md, section "Session 6, final
+// integration call"), kept as an option; no variant runs it.
 #pragma once
 #include <utility>
 
@@ -812,7 +814,7 @@ void launch(const MoeArgs& a) {
 // with <= 64 real rows), 8 k-blocks a stage, 3 stages (198 KB), the weight words one k-block ahead.
 using G1 = Cfg<8, 2, 8, 3, 2, true, 128>;
 using G2 = Cfg<8, 2, 8, 3, 2, true, 128>;
-// Candidate, NOT measured (the device budget ran out): tiles of up to 256 rows split evenly per expert
+// Measured slower than G1 / G2 (see the top of this file): tiles of up to 256 rows split evenly per expert
 // (34 tiles instead of 49 on the E33 bs512 routing, none nearly empty), 128 weight rows (8 warps x one
 // 16-row group) x up to 256 tile rows (wgmma N 64 / 128 / 160 / 256 by the tile's real rows), 4
 // k-blocks a stage, 4 stages (162 KB), 227 registers, tiles in reverse route order.
@@ -829,7 +831,7 @@ struct PathOf {
   static void launch(const MoeArgs& a) { moe_fp8r::launch<A, B>(a); }
 };
 using Path = PathOf<G1, G2>;     // measured (v23)
-using PathT = PathOf<G1t, G2t>;  // candidate (v23t), not measured
+using PathT = PathOf<G1t, G2t>;  // measured slower than Path; no variant runs it
 #endif  // MOE_WG8_HOST
 
 }  // namespace

@@ -2,17 +2,14 @@
 // 32-row path (moe_wide22.h: E 257 bs 512, E 33 bs 128) and v23's fp8 e4m3 wgmma path (moe_fp8_rows.h,
 // moe_fp8r::Path: E 33 bs 512 at d_expert 512 and 2048), each exactly as v21.hip / v22.hip / v23.hip launch
 // them (docs/perf.md, sections "moe_mxfp4 v21", "moe_mxfp4 v22" and "moe_mxfp4 v23"); 64-row shapes the fp8
-// path does not support run v20's. v25t: the same with v23t's 256-row tile candidate (moe_fp8r::PathT).
+// path does not support run v20's. The 256-row tile form (moe_fp8r::PathT, run as v25t in session 6's
+// final call) was slower; its variant was removed.
 // Builds without mma.sync (AMD) run v11's dispatch, as v20.
 #include "problems/common/moe_rows8w.h"
 #include "problems/common/moe_wgmma_rows.h"
 #include "problems/common/moe_wide16n.h"
 #include "problems/common/moe_wide22.h"
 #include "problems/common/moe_fp8_rows.h"
-
-#ifndef MOE_V25_FP8
-#define MOE_V25_FP8 Path
-#endif
 
 namespace {
 using moe_tile::Bf16Folded;
@@ -40,7 +37,7 @@ using Rows8 = moe_rows8w::Rows8Path;
 
 size_t workspace_bytes(const MoeConfig& c) {
 #if defined(MOE_WG8_HOST)
-  if (moe_fp8r::MOE_V25_FP8::applies(c)) return moe_fp8r::MOE_V25_FP8::workspace_bytes(c);
+  if (moe_fp8r::Path::applies(c)) return moe_fp8r::Path::workspace_bytes(c);
 #endif
   switch (rows_for(c)) {
 #if defined(MOE_WG8_HOST)
@@ -55,8 +52,8 @@ size_t workspace_bytes(const MoeConfig& c) {
 
 void launch(const MoeArgs& a) {
 #if defined(MOE_WG8_HOST)
-  if (moe_fp8r::MOE_V25_FP8::applies(a.cfg)) {
-    moe_fp8r::MOE_V25_FP8::launch(a);
+  if (moe_fp8r::Path::applies(a.cfg)) {
+    moe_fp8r::Path::launch(a);
     return;
   }
   switch (rows_for(a.cfg)) {
@@ -88,9 +85,7 @@ void launch(const MoeArgs& a) {
 }
 }  // namespace
 
-#if !defined(MOE_V25_SKIP_REG)
 MOE_MXFP4_VARIANT("v25", gpu, "v24 + v23's fp8 e4m3 wgmma path on the 64-row shapes",
                   "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
                   "gate_up_weight_scale,down_weight_scale,topk_weights,topk_ids",
                   0);
-#endif
