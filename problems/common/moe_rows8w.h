@@ -67,46 +67,9 @@ __global__ __launch_bounds__(kPrologueThreads) void quantize_route_w(MoeArgs a, 
     __syncthreads();
     moe_wg8::dep_release();
     constexpr int tile_rows = 8;
-    int* count = smem_route_w;
-    int* row_off = smem_route_w + E;
-    int* scan = smem_route_w + 2 * E;
     for (int i = tid; i < n_sync; i += blockDim.x) sync_base[i] = 0;
-    for (int e = tid; e < E; e += blockDim.x) count[e] = 0;
-    for (int r = tid; r < rows_max; r += blockDim.x) {
-      ws.sorted_pair[r] = -1;
-      row_w[r] = 0.0f;
-    }
-    __syncthreads();
-    for (int p = tid; p < P; p += blockDim.x) {
-      const int e = a.topk_ids[p];
-      if (e >= 0 && e < E) atomicAdd(&count[e], 1);
-    }
-    __syncthreads();
-    const int mine = tid < E ? (count[tid] + tile_rows - 1) / tile_rows : 0;
-    scan[tid] = mine;
-    __syncthreads();
-    for (int o = 1; o < int(blockDim.x); o <<= 1) {
-      const int add = tid >= o ? scan[tid - o] : 0;
-      __syncthreads();
-      scan[tid] += add;
-      __syncthreads();
-    }
-    if (tid < E) {
-      const int first = scan[tid] - mine;
-      row_off[tid] = first * tile_rows;
-      for (int i = 0; i < mine; ++i) ws.tiles[first + i] = Tile{tid, (first + i) * tile_rows};
-      count[tid] = 0;
-    }
-    if (tid == int(blockDim.x) - 1) *ws.n_tiles = scan[tid];
-    __syncthreads();
-    for (int p = tid; p < P; p += blockDim.x) {
-      const int e = a.topk_ids[p];
-      if (e >= 0 && e < E) {
-        const int r = row_off[e] + atomicAdd(&count[e], 1);
-        ws.sorted_pair[r] = p;
-        row_w[r] = a.topk_weights[p];
-      }
-    }
+    moe_tiled::route_block(a, ws, P, E, tile_rows, rows_max, tid, smem_route_w, [&](int r) { row_w[r] = 0.0f; },
+                           [&](int r, int p) { row_w[r] = a.topk_weights[p]; });
     __threadfence();  // this thread's route writes, before the block's flag
     __syncthreads();
     if (tid == 0) atomicExch(flag, 1);

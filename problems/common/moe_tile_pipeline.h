@@ -156,6 +156,54 @@ __global__ void route_scan(const int32_t* topk_ids, int P, int E, int tile_rows,
   }
 }
 
+// route_scan's work inside a kernel's block 0 (thread tid of blockDim.x >= E threads; smem: 2 E + blockDim.x ints), on the
+// workspace's lists; clear(r) is called for every padding row as it is reset, place(r, p) for every pair as it
+// is placed (the 8-row chains' per-row routing weights).
+template <class Clear, class Place>
+__device__ __forceinline__ void route_block(const MoeArgs& a, const moe_pipeline::Workspace& ws, int P, int E,
+                                            int tile_rows, int rows_max, int tid, int* smem, Clear clear,
+                                            Place place) {
+  int* count = smem;
+  int* row_off = smem + E;
+  int* scan = smem + 2 * E;
+  for (int e = tid; e < E; e += blockDim.x) count[e] = 0;
+  for (int r = tid; r < rows_max; r += blockDim.x) {
+    ws.sorted_pair[r] = -1;
+    clear(r);
+  }
+  __syncthreads();
+  for (int p = tid; p < P; p += blockDim.x) {
+    const int e = a.topk_ids[p];
+    if (e >= 0 && e < E) atomicAdd(&count[e], 1);
+  }
+  __syncthreads();
+  const int mine = tid < E ? (count[tid] + tile_rows - 1) / tile_rows : 0;
+  scan[tid] = mine;
+  __syncthreads();
+  for (int o = 1; o < int(blockDim.x); o <<= 1) {
+    const int add = tid >= o ? scan[tid - o] : 0;
+    __syncthreads();
+    scan[tid] += add;
+    __syncthreads();
+  }
+  if (tid < E) {
+    const int first = scan[tid] - mine;
+    row_off[tid] = first * tile_rows;
+    for (int i = 0; i < mine; ++i) ws.tiles[first + i] = Tile{tid, (first + i) * tile_rows};
+    count[tid] = 0;  // now the fill cursor
+  }
+  if (int(blockDim.x) - 1 == tid) *ws.n_tiles = scan[tid];
+  __syncthreads();
+  for (int p = tid; p < P; p += blockDim.x) {
+    const int e = a.topk_ids[p];
+    if (e >= 0 && e < E) {
+      const int r = row_off[e] + atomicAdd(&count[e], 1);
+      ws.sorted_pair[r] = p;
+      place(r, p);
+    }
+  }
+}
+
 template <class C, class D>
 constexpr int gate_up_smem() {
   return std::max(moe_tile::Layout<C, D>::kPipeBytes, C::BN * (C::BM + 4) * 4);

@@ -40,38 +40,7 @@ __global__ __launch_bounds__(kPrologueThreads) void quantize_route(MoeArgs a, Wo
   extern __shared__ int smem_route[];
   const int tid = threadIdx.x;
   if (blockIdx.x == 0) {
-    int* count = smem_route;
-    int* row_off = smem_route + E;
-    int* scan = smem_route + 2 * E;
-    for (int e = tid; e < E; e += blockDim.x) count[e] = 0;
-    for (int r = tid; r < rows_max; r += blockDim.x) ws.sorted_pair[r] = -1;
-    __syncthreads();
-    for (int p = tid; p < P; p += blockDim.x) {
-      const int e = a.topk_ids[p];
-      if (e >= 0 && e < E) atomicAdd(&count[e], 1);
-    }
-    __syncthreads();
-    const int mine = tid < E ? (count[tid] + tile_rows - 1) / tile_rows : 0;
-    scan[tid] = mine;
-    __syncthreads();
-    for (int o = 1; o < int(blockDim.x); o <<= 1) {
-      const int add = tid >= o ? scan[tid - o] : 0;
-      __syncthreads();
-      scan[tid] += add;
-      __syncthreads();
-    }
-    if (tid < E) {
-      const int first = scan[tid] - mine;
-      row_off[tid] = first * tile_rows;
-      for (int i = 0; i < mine; ++i) ws.tiles[first + i] = Tile{tid, (first + i) * tile_rows};
-      count[tid] = 0;  // now the fill cursor
-    }
-    if (tid == int(blockDim.x) - 1) *ws.n_tiles = scan[tid];
-    __syncthreads();
-    for (int p = tid; p < P; p += blockDim.x) {
-      const int e = a.topk_ids[p];
-      if (e >= 0 && e < E) ws.sorted_pair[row_off[e] + atomicAdd(&count[e], 1)] = p;
-    }
+    moe_tiled::route_block(a, ws, P, E, tile_rows, rows_max, tid, smem_route, [](int) {}, [](int, int) {});
     return;
   }
   using D = Bf16Folded;
