@@ -156,9 +156,9 @@ __global__ void route_scan(const int32_t* topk_ids, int P, int E, int tile_rows,
   }
 }
 
-// route_scan's work inside a kernel's block 0 (thread tid of blockDim.x >= E threads; smem: 2 E + blockDim.x ints), on the
-// workspace's lists; clear(r) is called for every padding row as it is reset, place(r, p) for every pair as it
-// is placed (the 8-row chains' per-row routing weights).
+// route_scan's work inside a kernel's block 0 (thread tid of blockDim.x >= E threads; smem: 2 E + blockDim.x
+// ints), on the workspace's lists; clear(r) is called for every padding row as it is reset, place(r, p) for
+// every pair as it is placed (the 8-row chains' per-row routing weights).
 template <class Clear, class Place>
 __device__ __forceinline__ void route_block(const MoeArgs& a, const moe_pipeline::Workspace& ws, int P, int E,
                                             int tile_rows, int rows_max, int tid, int* smem, Clear clear,
