@@ -15,12 +15,13 @@
 //     epilogue since v22's measurement variant v22f);
 //   - kFirst, kStagger, kSplit: measured, no gain (first tile's maxima directly; tile 1's copy issued
 //     once tile 0 lands; a tile's copy as four bulk copies);
-//   - kEF, kF16P, kCoal, kPush16, kWPar (mla-small2, v22; docs/perf.md, section "mla_decode v22"): evict_first KV copies
-//     (-0.2 us on shapes 0-2, -1.7 at bs 64 / kv 1024), f16 partial logits with Q pre-scaled by 2^-3 (-0.1 /
-//     -0.7 / -0.5 / -0.9 us on shapes 0 / 1 / 2 / 4), kPush's workspace slices coalesced (halves the push
-//     epilogue's loss with several clusters a batch, still +0.2 / +1.0 us against the pull epilogue), 16-byte
-//     remote pushes and a parallel weight table (within +-0.1 us: no gain measured); kFence1 in the pull
-//     epilogue (v22f): -0.1 / -0.4 us on shapes 1 / 2;
+//   - kEF, kF16P, kCoal, kPush16, kWPar (mla-small2, v22; docs/perf.md, section "mla_decode v22"):
+//     evict_first KV copies (-0.2 us on shapes 0-2, -1.7 at bs 64 / kv 1024), f16 partial logits with Q
+//     pre-scaled by 2^-3 (-0.1 / -0.7 / -0.5 / -0.9 us on shapes 0 / 1 / 2 / 4), kPush's workspace slices
+//     coalesced (halves the push epilogue's loss with several clusters a batch, still +0.2 / +1.0 us against
+//     the pull epilogue), 16-byte remote pushes and a parallel weight table (within +-0.1 us: no gain
+//     measured); kFence1 in the pull epilogue (v22f): -0.1 / -0.4 us on shapes 1 / 2 in one call, no gain
+//     in the next (score 38.2 against v22's 38.1; its variant was removed);
 //   - kTs (measurement only): thread 0 of each block records globaltimer / clock64 at the phases of the
 //     kernel; the host prints the N-th launch's summary per shape (env MLA_V19_TS=N; it synchronises in
 //     the launch, so time it in test mode: in benchmark mode the outlier keeps the stopping rule from

@@ -7,10 +7,6 @@
 #ifndef FP8_FORCE
 #define FP8_FORCE 0
 #endif
-#ifndef FP8_G1
-#define FP8_G1 G1
-#define FP8_G2 G2
-#endif
 #include "problems/common/moe_rows8b.h"
 #include "problems/common/moe_wgmma_rows.h"
 #include "problems/common/moe_wide16n.h"
@@ -58,7 +54,7 @@ bool fp8_path(const MoeConfig& c) {
 
 size_t workspace_bytes(const MoeConfig& c) {
 #if defined(MOE_WG8_HOST)
-  if (fp8_path(c)) return moe_fp8r::workspace_bytes(c, moe_fp8r::FP8_G1::BN);
+  if (fp8_path(c)) return moe_fp8r::workspace_bytes(c, moe_fp8r::G1::BN);
 #endif
   switch (rows_for(c)) {
 #if defined(MOE_WG8_HOST)
@@ -74,7 +70,7 @@ size_t workspace_bytes(const MoeConfig& c) {
 void launch(const MoeArgs& a) {
 #if defined(MOE_WG8_HOST)
   if (fp8_path(a.cfg)) {
-    moe_fp8r::launch<moe_fp8r::FP8_G1, moe_fp8r::FP8_G2, FP8_FORCE>(a);
+    moe_fp8r::launch<moe_fp8r::G1, moe_fp8r::G2, FP8_FORCE>(a);
     return;
   }
   switch (rows_for(a.cfg)) {
@@ -105,14 +101,7 @@ void launch(const MoeArgs& a) {
 }
 }  // namespace
 
-#if defined(FP8_SKIP_REG)
-#elif FP8_FORCE
-MOE_MXFP4_VARIANT("v23f", gpu,
-                  "test only: v23 with the fp8 path's exact fix-up forced on some weight rows, tokens and SwiGLU rows",
-                  "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
-                  "gate_up_weight_scale,down_weight_scale,topk_weights,topk_ids",
-                  0);
-#else
+#if !FP8_FORCE  // v23f.hip includes this file with FP8_FORCE 1 and registers itself
 MOE_MXFP4_VARIANT("v23", gpu,
                   "v20 + the 64-row shapes on fp8 e4m3 wgmma (128-row tiles, block scales folded into the e4m3 "
                   "values, exact fix-up outside the window)",
