@@ -1,4 +1,4 @@
-// v25: v24 with v23's 64-row path: v21's 8-row path (moe_rows8w.h: E 257 bs 16 / 128, E 33 bs 16), v22's
+// v25: the session-6 paths in one variant: v21's 8-row path (moe_rows8w.h: E 257 bs 16 / 128, E 33 bs 16), v22's
 // 32-row path (moe_wide22.h: E 257 bs 512, E 33 bs 128) and v23's fp8 e4m3 wgmma path (moe_fp8_rows.h,
 // moe_fp8r::Path: E 33 bs 512 at d_expert 512 and 2048), each exactly as v21.hip / v22.hip / v23.hip launch
 // them (docs/perf.md, sections "moe_mxfp4 v21", "moe_mxfp4 v22" and "moe_mxfp4 v23"); 64-row shapes the fp8
@@ -85,7 +85,7 @@ void launch(const MoeArgs& a) {
 }
 }  // namespace
 
-MOE_MXFP4_VARIANT("v25", gpu, "v24 + v23's fp8 e4m3 wgmma path on the 64-row shapes",
+MOE_MXFP4_VARIANT("v25", gpu, "v21's 8-row path + v22's 32-row path + v23's fp8 e4m3 wgmma path on the 64-row shapes",
                   "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
                   "gate_up_weight_scale,down_weight_scale,topk_weights,topk_ids",
                   0);
