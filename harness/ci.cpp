@@ -152,7 +152,21 @@ std::string fmt(const char* f, double v) {
 
 }  // namespace
 
-CiOutcome evaluate_run(const CiJob& job, const CiRun& run, const json& baseline, double max_slowdown) {
+// "label (n elements differ)" for each shape of the job's run whose repeat_check says "differs".
+std::vector<std::string> non_repeatable_shapes(const json& results, const CiJob& job) {
+  std::vector<std::string> out;
+  for (const auto& r : results.value("runs", json::array())) {
+    if (r.value("problem", "") != job.problem || r.value("variant", "") != job.variant) continue;
+    for (const auto& s : r.value("shapes", json::array()))
+      if (s.value("repeat_check", "") == "differs")
+        out.push_back(s.value("label", "?") + " (" + std::to_string(s.value("repeat_differing", int64_t{0})) +
+                      " elements differ)");
+  }
+  return out;
+}
+
+CiOutcome evaluate_run(const CiJob& job, const CiRun& run, const json& baseline, double max_slowdown,
+                       bool require_repeatable) {
   CiOutcome out;
   out.job = job;
   out.results_path = run.results_path;
@@ -178,6 +192,14 @@ CiOutcome evaluate_run(const CiJob& job, const CiRun& run, const json& baseline,
     out.status = CiStatus::failed;
     out.message = out.run->reason;
     return out;
+  }
+  if (require_repeatable) {
+    if (const auto shapes = non_repeatable_shapes(*run.results, job); !shapes.empty()) {
+      out.status = CiStatus::failed;
+      out.message = "not bit-repeatable: " + shapes.front() +
+                    (shapes.size() > 1 ? " and " + std::to_string(shapes.size() - 1) + " more shapes" : "");
+      return out;
+    }
   }
   if (out.run->mode == "test") {  // one untimed-quality call per shape: nothing to compare
     out.message = "test mode: correctness only";
@@ -286,7 +308,7 @@ int run_ci(const CiOptions& opts, const CiExecutor& exec, std::ostream& log) {
   }
   std::vector<CiOutcome> outcomes;
   for (const auto& [job, r] : runs) {
-    outcomes.push_back(evaluate_run(job, r, baseline, opts.max_slowdown));
+    outcomes.push_back(evaluate_run(job, r, baseline, opts.max_slowdown, opts.require_repeatable));
     const auto& c = outcomes.back();
     log << "ci: " << job.problem << ":" << job.variant << " " << to_string(c.status)
         << (c.message.empty() ? "" : " (" + c.message + ")") << "\n";

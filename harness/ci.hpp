@@ -33,6 +33,7 @@ struct CiOptions {
   std::string mode = "benchmark";
   std::vector<std::string> run_args;          // extra arguments for `harness run`
   std::vector<std::string> results_files;     // evaluate these instead of running anything
+  bool require_repeatable = false;            // a benchmark run whose last output differs from its warm-up's fails
 };
 
 // "i/n" -> (i, n); throws std::invalid_argument unless 1 <= i <= n.
@@ -68,8 +69,10 @@ struct CiOutcome {
   std::string results_path;
 };
 
-// Judges one run against the baseline board.
-CiOutcome evaluate_run(const CiJob& job, const CiRun& run, const nlohmann::json& baseline, double max_slowdown);
+// Judges one run against the baseline board. require_repeatable: shapes whose last output differed bit for bit
+// from the warm-up's (results' repeat_check "differs") fail the job.
+CiOutcome evaluate_run(const CiJob& job, const CiRun& run, const nlohmann::json& baseline, double max_slowdown,
+                       bool require_repeatable = false);
 
 int ci_exit_code(const std::vector<CiOutcome>& outcomes);
 std::string ci_summary_markdown(const std::vector<CiOutcome>& outcomes, const CiOptions& o);

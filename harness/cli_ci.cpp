@@ -64,6 +64,8 @@ cli::Command setup(CLI::App& root) {
       ->capture_default_str();
   app->add_option("--run-args", a->run_args, "Extra arguments for each `harness run`, space separated");
   app->add_option("--results", a->ci.results_files, "Judge these results files instead of running anything");
+  app->add_flag("--require-repeatable", a->ci.require_repeatable,
+                "Fail a run whose last benchmark output differs bit for bit from its warm-up's");
   return {app, [a] { return ci_command(*a); }};
 }
 

@@ -82,6 +82,24 @@ TEST_CASE("ci: a failed check or a crash fails with 3, before a slowdown", "[ci]
   CHECK(judge(lbtest::two_shapes("v2", 100e3, 400e3)).status == CiStatus::crashed);
 }
 
+TEST_CASE("ci: --require-repeatable fails a run whose outputs differ bit for bit", "[ci]") {
+  json doc = lbtest::two_shapes("v1", 100e3, 400e3, 1e3);
+  for (auto& s : doc["runs"][0]["shapes"]) s["repeat_check"] = "identical";
+  harness::CiRun run;
+  run.results = doc;
+  CHECK(harness::evaluate_run({"mla_decode", "v1"}, run, baseline_board(), 0.05, true).status == CiStatus::ok);
+  doc["runs"][0]["shapes"][1]["repeat_check"] = "differs";
+  doc["runs"][0]["shapes"][1]["repeat_differing"] = 3;
+  run.results = doc;
+  // Reported only unless asked for: the official runner does not look.
+  CHECK(harness::evaluate_run({"mla_decode", "v1"}, run, baseline_board(), 0.05).status == CiStatus::ok);
+  const auto strict = harness::evaluate_run({"mla_decode", "v1"}, run, baseline_board(), 0.05, true);
+  CHECK(strict.status == CiStatus::failed);
+  CHECK(strict.message.find("not bit-repeatable: ") == 0);
+  CHECK(strict.message.find("(3 elements differ)") != std::string::npos);
+  CHECK(harness::ci_exit_code({strict}) == harness::kCiFailed);
+}
+
 TEST_CASE("ci: a variant without a baseline entry is new, not a failure", "[ci]") {
   const auto fresh = judge(lbtest::two_shapes("v9", 100e3, 400e3), "v9");
   CHECK(fresh.status == CiStatus::new_entry);
