@@ -209,6 +209,11 @@ TEST_CASE("ci: the harness binary's exit codes (synthetic results)", "[ci][cli]"
   CHECK(run_harness(base + dir.file("slow.json")) == 4);
   CHECK(run_harness(base + dir.file("wrong.json")) == 3);
   CHECK(run_harness(base + dir.file("slow.json") + " --max-slowdown 60%") == 0);
+  json jitter = lbtest::two_shapes("v1", 100e3, 400e3, 1e3);
+  jitter["runs"][0]["shapes"][0]["repeat_check"] = "differs";
+  lbtest::write_text(dir.file("jitter.json"), jitter.dump());
+  CHECK(run_harness(base + dir.file("jitter.json")) == 0);
+  CHECK(run_harness(base + dir.file("jitter.json") + " --require-repeatable") == 3);
   CHECK(run_harness(base + dir.file("ok.json") + " --shard 3/2") == 2);
   CHECK(run_harness(base + dir.file("ok.json") + " --max-slowdown fast") == 2);
   CHECK(run_harness("ci --results " + dir.file("ok.json")) == 2);  // no --baseline
