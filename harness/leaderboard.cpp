@@ -147,7 +147,9 @@ Entry entry_from_json(const json& j) {
 
 bool eligible_for_best(const Entry& e) {
   // Test mode times one call per shape: not a score to rank.
-  return e.passed && e.mode != "test" && (e.shape_set.empty() || e.shape_set == "benchmark") && e.score_ns && std::isfinite(*e.score_ns) && *e.score_ns > 0;
+  const bool benchmark_shapes = e.shape_set.empty() || e.shape_set == "benchmark";
+  return e.passed && e.mode != "test" && benchmark_shapes && e.score_ns && std::isfinite(*e.score_ns) &&
+         *e.score_ns > 0;
 }
 
 // ---------------------------------------------------------------- results -> entry

@@ -205,10 +205,11 @@ class ShapeSession {
   std::vector<uint64_t> input_hashes_;
 };
 
-// Compares one output, keeps the worst verdicts seen for the shape, throws CheckFailure on a fail.
-void check_output(ShapeResult& r, ShapeSession& session, const std::vector<double>& ref, const Problem& p,
-                  double strict_limit) {
-  const auto out = session.output();
+// Compares one output, keeps the worst verdicts seen for the shape, throws CheckFailure on a fail;
+// returns the output it checked.
+std::vector<float> check_output(ShapeResult& r, ShapeSession& session, const std::vector<double>& ref,
+                                const Problem& p, double strict_limit) {
+  auto out = session.output();
   if (out.size() != ref.size())
     throw std::logic_error(fmt::format("reference has {} elements, output {}", ref.size(), out.size()));
   const auto off = official_verdict(out.data(), ref.data(), out.size(), session.output_spec().shape, p.tolerance());
@@ -225,6 +226,7 @@ void check_output(ShapeResult& r, ShapeSession& session, const std::vector<doubl
   if (!st.passed)
     throw CheckFailure(fmt::format("strict check failed: rel L2 {:.4g} > limit {:.4g} (max abs {:.4g})", st.rel_l2,
                                    st.limit, st.max_abs));
+  return out;
 }
 
 // The last call's output against the warm-up's, bit for bit (benchmark mode calls on the same inputs).
@@ -282,7 +284,9 @@ void run_shape(ShapeContext& c, const ShapeCase& s, bool warm_up, ShapeResult& r
     r.inputs_digest = session.inputs_digest();
   }
   std::vector<double> durations;
-  // One untimed, checked call (JIT and first-call setup); returns the reference it was checked against.
+  // One untimed, checked call (JIT and first-call setup); returns the reference it was checked against
+  // and keeps the output in warm_up_out.
+  std::vector<float> warm_up_out;
   const auto checked_warm_up = [&] {
     session.poison();
     say("warm-up");
@@ -290,7 +294,7 @@ void run_shape(ShapeContext& c, const ShapeCase& s, bool warm_up, ShapeResult& r
     session.check_integrity();
     say("checking warm-up");
     std::vector<double> ref = session.reference();
-    check_output(r, session, ref, c.p, strict_limit);
+    warm_up_out = check_output(r, session, ref, c.p, strict_limit);
     return ref;
   };
 
@@ -321,11 +325,7 @@ void run_shape(ShapeContext& c, const ShapeCase& s, bool warm_up, ShapeResult& r
     check_output(r, session, session.reference(), c.p, strict_limit);
   } else {
     std::vector<double> ref;
-    std::vector<float> warm_up_out;  // benchmark mode: compared bit for bit with the last call's
-    if (warm_up) {
-      ref = checked_warm_up();
-      if (!leaderboard) warm_up_out = session.output();
-    }
+    if (warm_up) ref = checked_warm_up();
     const int exposed_before = c.dev.host_exposed_timings();
     const auto t0 = std::chrono::steady_clock::now();
     for (uint64_t i = 0;; ++i) {
@@ -366,8 +366,7 @@ void run_shape(ShapeContext& c, const ShapeCase& s, bool warm_up, ShapeResult& r
       session.check_integrity();
       // Benchmark mode reuses one set of inputs, so the warm-up's reference also checks this output
       // (the official runner does not re-check here).
-      if (!ref.empty()) check_output(r, session, ref, c.p, strict_limit);
-      if (!warm_up_out.empty()) compare_repeat(r, warm_up_out, session.output());
+      if (!ref.empty()) compare_repeat(r, warm_up_out, check_output(r, session, ref, c.p, strict_limit));
     }
   }
 }

@@ -21,6 +21,7 @@ mkdir -p "$out"
 deadline=${DEADLINE_S:-420}
 start=$(date +%s)
 h="$dir/harness"
+mla_best=${MLA_LB:-v22} moe_best=${MOE_LB:-v25}  # the best variants (leaderboard, graph and hot steps)
 summary=()
 
 wanted() { [[ ",${STEPS:-all}," == *",all,"* || ",${STEPS:-}," == *",$1,"* ]]; }
@@ -45,16 +46,16 @@ step moe_test 90 "$h" run moe_mxfp4 --variant "${MOE_TEST:-gpu}" --mode test --j
 step mla_bench 150 "$h" run mla_decode --variant "${MLA_BENCH:-gpu}" --mode benchmark --json "$out/mla_bench.json"
 step moe_bench 150 "$h" run moe_mxfp4 --variant "${MOE_BENCH:-gpu}" --mode benchmark --json "$out/moe_bench.json"
 # Not the official method: graph replay and hot caches, for launch-bound shapes.
-step mla_graph 40 "$h" run mla_decode --variant "${MLA_LB:-v22}" --mode benchmark --shapes 0,1,2 --graph --json "$out/mla_graph.json"
-step mla_hot 40 "$h" run mla_decode --variant "${MLA_LB:-v22}" --mode benchmark --shapes 0,1,2 --hot --json "$out/mla_hot.json"
+step mla_graph 40 "$h" run mla_decode --variant "$mla_best" --mode benchmark --shapes 0,1,2 --graph --json "$out/mla_graph.json"
+step mla_hot 40 "$h" run mla_decode --variant "$mla_best" --mode benchmark --shapes 0,1,2 --hot --json "$out/mla_hot.json"
 OUT=$out PLANTED_TIMEOUT=15 step engine_check 240 scripts/device_engine_check.sh "$dir"
 
 if [[ -x "$h" ]]; then  # exports every GPU variant itself unless DIR/submissions exists
   MLA_HARNESS_JSON=${MLA_HARNESS_JSON:-$out/mla_bench.json} MOE_HARNESS_JSON=${MOE_HARNESS_JSON:-$out/moe_bench.json} \
   CHECK_MAX_S=${CHECK_MAX_S:-0.5} HARNESS_TIMEOUT=${HARNESS_TIMEOUT:-150} step export "${EXPORT_S:-330}" scripts/device_export.sh "$dir"
 fi
-step mla_leaderboard 40 "$h" run mla_decode --variant "${MLA_LB:-v22}" --mode leaderboard --shapes "${MLA_LB_SHAPES:-0,3,7}" --json "$out/mla_leaderboard.json"
-step moe_leaderboard 60 "$h" run moe_mxfp4 --variant "${MOE_LB:-v25}" --mode leaderboard --shapes "${MOE_LB_SHAPES:-0,3}" --json "$out/moe_leaderboard.json"
+step mla_leaderboard 40 "$h" run mla_decode --variant "$mla_best" --mode leaderboard --shapes "${MLA_LB_SHAPES:-0,3,7}" --json "$out/mla_leaderboard.json"
+step moe_leaderboard 60 "$h" run moe_mxfp4 --variant "$moe_best" --mode leaderboard --shapes "${MOE_LB_SHAPES:-0,3}" --json "$out/moe_leaderboard.json"
 
 results=()
 for n in mla_test moe_test mla_bench moe_bench mla_leaderboard moe_leaderboard mla_graph mla_hot; do
