@@ -1,7 +1,7 @@
 // 64-row MoE shapes (v20's rows_for() == 64: E33 bs512 d_expert 512 / 2048) on fp8 e4m3 wgmma
 // (sm_90a, m64nNk32, A = decoded weights in registers, B = the tile's sorted token rows in shared
-// memory), 128-row tiles (Path) or up to 256 (PathT). The MXFP4 values are e2m1 x 2^e8m0; an e2m1 value times 2^d is
-// exact in e4m3 for d in [-8, 6] (subnormals included), so both operands carry their per-32 block
+// memory), 128-row tiles. The MXFP4 values are e2m1 x 2^e8m0; an e2m1 value times 2^d is exact in e4m3
+// for d in [-8, 6] (subnormals included), so both operands carry their per-32 block
 // scale folded into the e4m3 value relative to a per-row reference exponent; the reference is applied
 // to the fp32 accumulator in the epilogue (a power of two: exact). Every product is exact; the sums
 // are the tensor unit's fp8 accumulation (fp32 accumulator registers, k order = the stored k order).
@@ -31,11 +31,10 @@
 //  - Tiles with <= 64 real rows run m64n64k32 (and copy only those rows).
 // Route: moe_wg8's 1024-thread route with 128-row tiles; combine: moe_pipeline's. Measured against
 // v20 in docs/perf.md, section "moe_mxfp4 v23" (a shared-memory A form, decoded by every thread one stage ahead, and a
-// 16-warp form were slower and are not kept). That is Path (G1 / G2, v23). PathT (G1t / G2t)
-// is the form with tiles of up to 256 rows split evenly per expert (route_even), 128 weight rows x up
-// to 256 tile rows, wgmma N 64 / 128 / 160 / 256 by the tile's rows: measured slower (458.9 / 1132.9 us
-// against Path's 374.6 / 903.3 on E33 bs512 d_expert 512 / 2048; docs/perf.md, section "Session 6, final
-// integration call"), kept as an option; no variant runs it.
+// 16-warp form were slower and are not kept). That is Path (G1 / G2, v23). Tiles of up to 256 rows split
+// evenly per expert (wgmma N up to 256) measured slower (458.9 / 1132.9 us against 374.6 / 903.3 on E33
+// bs512 d_expert 512 / 2048; docs/perf.md, section "Session 6, final integration call"); that form is in
+// the commit that removed it from this file.
 #pragma once
 #include <utility>
 
@@ -76,9 +75,7 @@ __device__ inline uint32_t e4m3x4_of(uint32_t q, int d) {
 #endif
 }
 
-// Tiles of at most T sorted rows (T = the configuration's BN): an expert's n rows -> ceil(n / T) tiles,
-// of about equal size (even) or T rows but the last; its row region is that many x T rows, real rows
-// first.
+// A block's tile: its expert, first sorted row and rows (T = the configuration's BN).
 struct TileR {
   int expert, row0, rows;
 };
@@ -87,7 +84,6 @@ struct Ws {
   moe_pipeline::Workspace p;  // x8 [M, H] e4m3 (folded), xs [M, H/32] s + 127, a8 [rows, I] e4m3, as [rows, I/32]
   int32_t* xr;                // [M][2]: the token's reference R, flag
   int32_t* aflag;             // [rows_max]: a row stored unfolded
-  TileR* tiles;               // [tiles_max]
 };
 
 inline size_t carve(const MoeConfig& c, int T, void* base, Ws* w) {
@@ -101,8 +97,7 @@ inline size_t carve(const MoeConfig& c, int T, void* base, Ws* w) {
   };
   int32_t* xr = static_cast<int32_t*>(take(s.M * 2 * sizeof(int32_t)));
   int32_t* af = static_cast<int32_t*>(take(s.rows_max * sizeof(int32_t)));
-  TileR* tl = static_cast<TileR*>(take(s.tiles_max * sizeof(TileR)));
-  if (w) *w = Ws{p, xr, af, tl};
+  if (w) *w = Ws{p, xr, af};
   return off;
 }
 inline size_t workspace_bytes(const MoeConfig& c, int T) { return carve(c, T, nullptr, nullptr); }
@@ -113,7 +108,7 @@ using moe_tile::cp_commit;
 using moe_tile::cp_wait;
 constexpr int kLanes = moe_tile::kMmaLanes;
 
-// WM warps (WM / 4 warpgroups), each MT 16-row groups; BN (128 or 256) tile rows; KS (4 or 8)
+// WM warps (WM / 4 warpgroups), each MT 16-row groups; BN (128) tile rows; KS (4 or 8)
 // k-blocks a stage. PF: the next k-block's weight words are read before the wgmma wait.
 template <int WM_, int MT_, int KS_, int STAGES_, int NB_ = 2, bool PF_ = false, int BN_ = 128>
 struct Cfg {
@@ -133,7 +128,7 @@ struct Cfg {
   static constexpr int kXPer = BN * kXChunks / kThreads;
   static_assert(WM % 4 == 0 && (BM == kThreads || BM * 2 == kThreads), "whole warpgroups, one scale row a thread");
   static_assert(KS % NB == 0 && (KS == 8 || KS == 4), "a scale row slice is one 8- or 4-byte copy");
-  static_assert((BN == 128 || BN == 256) && BN <= kThreads, "tile rows, one setup row a thread");
+  static_assert(BN == 128 && BN <= kThreads, "128-row tiles, one setup row a thread");
   static_assert(BM * KS % kThreads == 0 && BN * kXChunks % kThreads == 0, "copy split");
 };
 
@@ -207,26 +202,6 @@ __device__ inline void wg_mma_e4m3<32, 128>(float (&d)[32][4], const uint32_t (&
       "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
       "{%64,%65,%66,%67}, %68, p, 1, 1;\n}\n"
       : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
-}
-template <>
-__device__ inline void wg_mma_e4m3<32, 160>(float (&d)[32][4], const uint32_t (&a)[4], uint64_t desc) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %85, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n160k32.f32.e4m3.e4m3 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79}, "
-      "{%80,%81,%82,%83}, %84, p, 1, 1;\n}\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]), "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
-}
-template <>
-__device__ inline void wg_mma_e4m3<32, 256>(float (&d)[32][4], const uint32_t (&a)[4], uint64_t desc) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, "
-      "{%128,%129,%130,%131}, %132, p, 1, 1;\n}\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]), "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]), "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3]), "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]), "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3]), "+f"(d[24][0]), "+f"(d[24][1]), "+f"(d[24][2]), "+f"(d[24][3]), "+f"(d[25][0]), "+f"(d[25][1]), "+f"(d[25][2]), "+f"(d[25][3]), "+f"(d[26][0]), "+f"(d[26][1]), "+f"(d[26][2]), "+f"(d[26][3]), "+f"(d[27][0]), "+f"(d[27][1]), "+f"(d[27][2]), "+f"(d[27][3]), "+f"(d[28][0]), "+f"(d[28][1]), "+f"(d[28][2]), "+f"(d[28][3]), "+f"(d[29][0]), "+f"(d[29][1]), "+f"(d[29][2]), "+f"(d[29][3]), "+f"(d[30][0]), "+f"(d[30][1]), "+f"(d[30][2]), "+f"(d[30][3]), "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]), "+f"(d[31][3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
 }
 #endif  // MOE_WG8_DEVICE
@@ -520,72 +495,19 @@ __global__ __launch_bounds__(256) void quantize_hidden(const uint16_t* hidden, i
   }
 }
 
-// One block of blockDim >= E threads: counts per expert, a scan of the tiles per expert, the tile list
-// (TileR) and the sorted pair list (moe_tiled::route_scan with tiles of up to T rows, split evenly if even).
-__global__ void route_even(const int32_t* topk_ids, int P, int E, int T, bool even, int rows_max, int32_t* sorted_pair,
-                           TileR* tiles, int32_t* n_tiles) {
-  extern __shared__ int smem_route[];
-  int* count = smem_route;        // [E]
-  int* row_off = smem_route + E;  // [E]
-  int* scan = smem_route + 2 * E; // [blockDim.x]
-  const int tid = threadIdx.x;
-  for (int e = tid; e < E; e += blockDim.x) count[e] = 0;
-  for (int r = tid; r < rows_max; r += blockDim.x) sorted_pair[r] = -1;
-  __syncthreads();
-  for (int p = tid; p < P; p += blockDim.x) {
-    const int e = topk_ids[p];
-    if (e >= 0 && e < E) atomicAdd(&count[e], 1);
-  }
-  __syncthreads();
-  const int mine = tid < E ? (count[tid] + T - 1) / T : 0;
-  scan[tid] = mine;
-  __syncthreads();
-  for (int o = 1; o < int(blockDim.x); o <<= 1) {
-    const int add = tid >= o ? scan[tid - o] : 0;
-    __syncthreads();
-    scan[tid] += add;
-    __syncthreads();
-  }
-  if (tid < E) {
-    const int first = scan[tid] - mine, n = count[tid];
-    row_off[tid] = first * T;
-    const int q = !even ? T : mine ? (n + mine - 1) / mine : 0;
-    for (int i = 0; i < mine; ++i) tiles[first + i] = TileR{tid, first * T + i * q, min(q, n - i * q)};
-    count[tid] = 0;  // now the fill cursor
-  }
-  if (tid == int(blockDim.x) - 1) *n_tiles = scan[tid];
-  __syncthreads();
-  for (int p = tid; p < P; p += blockDim.x) {
-    const int e = topk_ids[p];
-    if (e >= 0 && e < E) sorted_pair[row_off[e] + atomicAdd(&count[e], 1)] = p;
-  }
-}
-
-// The block's tile. 128-row tiles: moe_wg8::route's list (T rows each, an expert's last tile shorter,
-// the real rows counted from the pair list: rows = T here, padding pairs are -1). 256-row tiles:
-// route_even's list, in reverse order (the shared expert's full tiles first, the lightest last).
+// The block's tile: moe_wg8::route's list (T rows each, an expert's last tile shorter, the real rows
+// counted from the pair list: rows = T here, padding pairs are -1).
 template <class C>
 __device__ inline TileR tile_of(const Ws& ws) {
-  if constexpr (C::BN == 128) {
-    const Tile t = ws.p.tiles[blockIdx.x];
-    return TileR{t.expert, t.row0, C::BN};
-  } else {
-    return ws.tiles[*ws.p.n_tiles - 1 - int(blockIdx.x)];
-  }
+  const Tile t = ws.p.tiles[blockIdx.x];
+  return TileR{t.expert, t.row0, C::BN};
 }
 
 // Runs f(integral_constant<N>) with the tile's wgmma N for `rows` real rows.
 template <class C, class F>
 __device__ inline void dispatch_cols(int rows, F&& f) {
-  if constexpr (C::BN == 128) {
-    if (rows <= 64) f(std::integral_constant<int, 64>{});
-    else f(std::integral_constant<int, 128>{});
-  } else {
-    if (rows <= 64) f(std::integral_constant<int, 64>{});
-    else if (rows <= 128) f(std::integral_constant<int, 128>{});
-    else if (rows <= 160) f(std::integral_constant<int, 160>{});
-    else f(std::integral_constant<int, 256>{});
-  }
+  if (rows <= 64) f(std::integral_constant<int, 64>{});
+  else f(std::integral_constant<int, 128>{});
 }
 
 template <class C>
@@ -791,14 +713,7 @@ void launch(const MoeArgs& a) {
   quantize_hidden<FORCE><<<unsigned(s.M), 256>>>(a.hidden_states, int(s.H), ws.p.x8, ws.p.xs, ws.xr, ws.aflag,
                                                  int(s.rows_max));
   moe_pipeline::check(hipGetLastError(), "fp8 quantize hidden");
-  if constexpr (T == 128) {
-    moe_wg8::route(a, ws.p, 128);  // the measured form's route
-  } else {
-    constexpr int kRouteThreads = 1024;
-    route_even<<<1, kRouteThreads, size_t(2 * s.E + kRouteThreads) * sizeof(int)>>>(
-        a.topk_ids, int(s.P), int(s.E), T, true, int(s.rows_max), ws.p.sorted_pair, ws.tiles, ws.p.n_tiles);
-    moe_pipeline::check(hipGetLastError(), "fp8 route");
-  }
+  moe_wg8::route(a, ws.p, T);
   constexpr int sm1 = gate_up_smem<G1>(), sm2 = G2::kPipeBytes;
   moe_wg8::allow_smem(gate_up<G1, FORCE>, sm1);
   moe_wg8::allow_smem(down<G2, FORCE>, sm2);
@@ -814,12 +729,6 @@ void launch(const MoeArgs& a) {
 // with <= 64 real rows), 8 k-blocks a stage, 3 stages (198 KB), the weight words one k-block ahead.
 using G1 = Cfg<8, 2, 8, 3, 2, true, 128>;
 using G2 = Cfg<8, 2, 8, 3, 2, true, 128>;
-// Measured slower than G1 / G2 (see the top of this file): tiles of up to 256 rows split evenly per expert
-// (34 tiles instead of 49 on the E33 bs512 routing, none nearly empty), 128 weight rows (8 warps x one
-// 16-row group) x up to 256 tile rows (wgmma N 64 / 128 / 160 / 256 by the tile's real rows), 4
-// k-blocks a stage, 4 stages (162 KB), 227 registers, tiles in reverse route order.
-using G1t = Cfg<8, 1, 4, 4, 2, true, 256>;
-using G2t = Cfg<8, 1, 4, 4, 2, true, 256>;
 
 // The path as one unit for a composed variant: the 64-row shapes of v20 (bs x k / routed > 40).
 template <class A, class B>
@@ -830,8 +739,7 @@ struct PathOf {
   static size_t workspace_bytes(const MoeConfig& c) { return moe_fp8r::workspace_bytes(c, A::BN); }
   static void launch(const MoeArgs& a) { moe_fp8r::launch<A, B>(a); }
 };
-using Path = PathOf<G1, G2>;     // measured (v23)
-using PathT = PathOf<G1t, G2t>;  // measured slower than Path; no variant runs it
+using Path = PathOf<G1, G2>;  // measured (v23, v25)
 #endif  // MOE_WG8_HOST
 
 }  // namespace
