@@ -1,0 +1,586 @@
+// moe_fp8r2: v23's fp8 e4m3 wgmma path for the 64-row MoE shapes (moe_fp8_rows.h, namespace moe_fp8r: the same
+// operands, weight decode, mainloop, epilogues and exact fix-up; the output is v23's bit for bit) with a
+// different tile list and launch chain (measured in docs/perf-moe-fp8b.md):
+//  - Tiles of up to 160 sorted rows, each expert's rows split evenly (route_even, the tile list of the removed
+//    256-row form of moe_fp8_rows.h), 256 weight rows a block as v23 (8 warps x two 16-row groups), wgmma N
+//    64 / 128 / 160 by the tile's real rows (accumulators 2 x 20 x 4 = 160 registers a thread), 4 k-blocks
+//    a stage, 5 stages (G160s; 8 k-blocks x 3 stages spill ~110 B and ran 17% slower). On the E33 bs512
+//    routing (32 routed experts with 105-151 pairs, the shared expert 512) that is 36 tiles instead of 49
+//    (13 of them with 2-23 real rows): the blocks' time is set by the weight decode, the same for every
+//    tile, so fewer tiles = fewer blocks (gate_up at d_expert 2048 784 -> 576, down 1372 -> 1008).
+//  - OVL: gate_up and down grids tile-major; gate_up releases the dependent launch at its start and counts
+//    its finished blocks per tile (after a fence); down is a programmatic dependent launch whose blocks wait
+//    only for their own tile's count, so down runs on the SMs gate_up's last, partial wave leaves idle
+//    (d_expert 512: 144 gate_up blocks = 1.09 waves).
+//  - PRO: the quantizer (4 tokens a 1024-thread block) and route_even (the last block) in one launch, gate_up
+//    a dependent launch of it, the combine a dependent launch of down (moe_pipeline's combine order).
+// Measured and not kept (docs/perf-moe-fp8b.md, call 1): one 16-row group a warp (128 weight rows a block)
+// costs ~1.75x the time per weight row of two groups (the per-k-block latency chain does not shrink with
+// the work), which is why the 256-row tile form of moe_fp8_rows.h lost; down at two blocks an SM (128 rows);
+// the combine fused into down (the last-arriving block sums a token's rows: no gain).
+#pragma once
+#include <cstring>
+#include <utility>
+
+#include "problems/common/moe_fp8_rows.h"
+
+#if defined(MOE_WG8_HOST) && defined(MOE_WG8_DEVICE)
+namespace moe_fp8r {
+namespace {
+// wgmma m64nNk32 e4m3 on the first N / 8 of 20 accumulator groups (moe_fp8r's mainloop calls
+// wg_mma_e4m3<C::NG, NCOLS>).
+template <>
+__device__ inline void wg_mma_e4m3<20, 64>(float (&d)[20][4], const uint32_t (&a)[4], uint64_t desc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "
+      "{%32,%33,%34,%35}, %36, p, 1, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
+}
+template <>
+__device__ inline void wg_mma_e4m3<20, 128>(float (&d)[20][4], const uint32_t (&a)[4], uint64_t desc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
+      "{%64,%65,%66,%67}, %68, p, 1, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
+}
+template <>
+__device__ inline void wg_mma_e4m3<20, 160>(float (&d)[20][4], const uint32_t (&a)[4], uint64_t desc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %85, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n160k32.f32.e4m3.e4m3 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79}, "
+      "{%80,%81,%82,%83}, %84, p, 1, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]), "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
+}
+}  // namespace
+}  // namespace moe_fp8r
+#endif
+
+namespace moe_fp8r2 {
+namespace {
+
+// A block's tile: its expert, first sorted row and real rows.
+struct TileE {
+  int expert, row0, rows;
+};
+
+struct Ws2 {
+  moe_fp8r::Ws w;  // moe_fp8r's workspace (moe_pipeline's with tile_rows T, xr, aflag)
+  TileE* tiles;    // [tiles_max]
+  int32_t* ready;  // [tiles_max]: gate_up blocks done per tile (OVL), zeroed by route_even
+  int need;        // gate_up blocks a tile (OVL)
+};
+
+inline size_t carve2(const MoeConfig& c, int T, void* base, Ws2* w) {
+  moe_fp8r::Ws ws;
+  size_t off = moe_fp8r::carve(c, T, base, &ws);
+  const moe_pipeline::Sizes s = moe_pipeline::sizes_of(c, T);
+  TileE* tl = base ? reinterpret_cast<TileE*>(static_cast<char*>(base) + off) : nullptr;
+  off += moe_pipeline::align256(s.tiles_max * sizeof(TileE));
+  int32_t* rd = base ? reinterpret_cast<int32_t*>(static_cast<char*>(base) + off) : nullptr;
+  off += moe_pipeline::align256(s.tiles_max * sizeof(int32_t));
+  if (w) *w = Ws2{ws, tl, rd, 0};
+  return off;
+}
+
+#if defined(MOE_WG8_HOST)
+using moe_fp8r::kLanes;
+
+// moe_fp8r::Cfg for tiles of up to BN (<= 256 threads, a multiple of 8) rows.
+template <int WM_, int MT_, int KS_, int STAGES_, int NB_, bool PF_, int BN_>
+struct Cfg {
+  static constexpr int WM = WM_, MT = MT_, BN = BN_, NG = BN_ / 8, KS = KS_, STAGES = STAGES_, NB = NB_;
+  static constexpr bool PF = PF_;
+  static constexpr int kThreads = WM * kLanes;
+  static constexpr int BM = WM * MT * 16;
+  static constexpr int kXChunks = KS * 2;
+  static constexpr int kSBO = kXChunks * 128;
+  static constexpr int kW = 0;
+  static constexpr int kWs = kW + BM * KS * 16;
+  static constexpr int kX = kWs + moe_tile::align16(BM * KS);
+  static constexpr int kStageBytes = kX + BN * KS * 32;
+  static constexpr int kPipeBytes = STAGES * kStageBytes;
+  static constexpr int kWPer = BM * KS / kThreads;
+  static constexpr int kXPer = BN * kXChunks / kThreads;
+  static_assert(WM % 4 == 0 && (BM == kThreads || BM * 2 == kThreads), "whole warpgroups, one scale row a thread");
+  static_assert(KS % NB == 0 && (KS == 8 || KS == 4), "a scale row slice is one 8- or 4-byte copy");
+  static_assert(BN % 8 == 0 && BN >= 128 && BN <= kThreads, "one setup row a thread");
+  static_assert(BM * KS % kThreads == 0 && BN * kXChunks % kThreads == 0, "copy split");
+  static_assert(kPipeBytes + 5 * 1024 <= 227 * 1024, "shared memory");
+};
+
+// One block of blockDim >= E threads: counts per expert, a scan of the tiles per expert, the tile list
+// (ceil(n / T) tiles of about equal size an expert; its row region is that many x T rows) and the sorted
+// pair list. Pairs inside an expert are placed in atomic order, which changes no value.
+__device__ inline void route_even_body(const int32_t* topk_ids, int P, int E, int T, int rows_max, int32_t* sorted_pair,
+                                       TileE* tiles, int32_t* n_tiles, int32_t* ready, int tiles_max, int* smem_route) {
+  int* count = smem_route;        // [E]
+  int* row_off = smem_route + E;  // [E]
+  int* scan = smem_route + 2 * E; // [blockDim.x]
+  const int tid = threadIdx.x;
+  for (int e = tid; e < E; e += blockDim.x) count[e] = 0;
+  for (int r = tid; r < rows_max; r += blockDim.x) sorted_pair[r] = -1;
+  for (int t = tid; t < tiles_max; t += blockDim.x) ready[t] = 0;
+  __syncthreads();
+  for (int p = tid; p < P; p += blockDim.x) {
+    const int e = topk_ids[p];
+    if (e >= 0 && e < E) atomicAdd(&count[e], 1);
+  }
+  __syncthreads();
+  const int mine = tid < E ? (count[tid] + T - 1) / T : 0;
+  scan[tid] = mine;
+  __syncthreads();
+  for (int o = 1; o < int(blockDim.x); o <<= 1) {
+    const int add = tid >= o ? scan[tid - o] : 0;
+    __syncthreads();
+    scan[tid] += add;
+    __syncthreads();
+  }
+  if (tid < E) {
+    const int first = scan[tid] - mine, n = count[tid];
+    row_off[tid] = first * T;
+    const int q = mine ? (n + mine - 1) / mine : 0;
+    for (int i = 0; i < mine; ++i) tiles[first + i] = TileE{tid, first * T + i * q, min(q, n - i * q)};
+    count[tid] = 0;  // now the fill cursor
+  }
+  if (tid == int(blockDim.x) - 1) *n_tiles = scan[tid];
+  __syncthreads();
+  for (int p = tid; p < P; p += blockDim.x) {
+    const int e = topk_ids[p];
+    if (e >= 0 && e < E) sorted_pair[row_off[e] + atomicAdd(&count[e], 1)] = p;
+  }
+}
+
+__global__ void route_even(const int32_t* topk_ids, int P, int E, int T, int rows_max, int32_t* sorted_pair,
+                           TileE* tiles, int32_t* n_tiles, int32_t* ready, int tiles_max) {
+  extern __shared__ int smem_route[];
+  route_even_body(topk_ids, P, E, T, rows_max, sorted_pair, tiles, n_tiles, ready, tiles_max, smem_route);
+}
+
+// PRO: quantizer and route in one launch of kQGroups x 256 threads a block: blocks [0, ceil(M / kQGroups))
+// quantize a token a 256-thread group (moe_fp8r::quantize_hidden's code, FORCE 0), the last block runs
+// route_even (which needs blockDim >= E), so the single-block route overlaps the quantizer. Releases the
+// dependent launch (gate_up) at its start.
+constexpr int kQGroups = 4, kQThreads = 256;
+__global__ __launch_bounds__(kQGroups * kQThreads) void prologue(const uint16_t* hidden, int M, int H, uint8_t* x8,
+                                                                 uint8_t* xs, int32_t* xr, int32_t* aflag,
+                                                                 const int32_t* topk_ids, int P, int E, int T,
+                                                                 int rows_max, int32_t* sorted_pair, TileE* tiles,
+                                                                 int32_t* n_tiles, int32_t* ready, int tiles_max) {
+  extern __shared__ int smem_route[];
+  moe_wg8::dep_release();
+  const int nqb = (M + kQGroups - 1) / kQGroups;
+  if (int(blockIdx.x) == nqb) {
+    route_even_body(topk_ids, P, E, T, rows_max, sorted_pair, tiles, n_tiles, ready, tiles_max, smem_route);
+    return;
+  }
+  constexpr int kMaxJ = 4, kW = kQThreads / kLanes;
+  __shared__ int red[kQGroups][2][kW];
+  const int grp = threadIdx.x / kQThreads, tid = threadIdx.x % kQThreads;
+  const int t = blockIdx.x * kQGroups + grp, n8 = H / 8;
+  const bool valid = t < M;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < rows_max; i += nqb * blockDim.x) aflag[i] = 0;
+  const uint16_t* hrow = hidden + int64_t(valid ? t : 0) * H;
+  uint32_t cw[kMaxJ];
+  int s[kMaxJ];
+  int mx = -100000, mn = 100000;
+#pragma unroll
+  for (int j = 0; j < kMaxJ; ++j) {
+    cw[j] = 0u;
+    s[j] = 0;
+    if (j * kQThreads >= n8) continue;  // uniform
+    const int i = tid + j * kQThreads;
+    float v[8];
+    s[j] = moe_tiled::hidden8_block_scale(hrow, i, n8, v);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) cw[j] |= mxfp4::quantize_dynamic_code(v[k], s[j]) << (4 * k);
+    int nz = (cw[j] & 0x77777777u) != 0u;
+    nz |= __shfl_xor(nz, 1);
+    nz |= __shfl_xor(nz, 2);
+    if (i < n8 && nz) {
+      mx = max(mx, s[j]);
+      mn = min(mn, s[j]);
+    }
+  }
+  for (int o = kLanes / 2; o > 0; o >>= 1) {
+    mx = max(mx, __shfl_xor(mx, o));
+    mn = min(mn, __shfl_xor(mn, o));
+  }
+  if (tid % kLanes == 0) {
+    red[grp][0][tid / kLanes] = mx;
+    red[grp][1][tid / kLanes] = mn;
+  }
+  __syncthreads();
+  mx = red[grp][0][0];
+  mn = red[grp][1][0];
+  for (int w = 1; w < kW; ++w) {
+    mx = max(mx, red[grp][0][w]);
+    mn = min(mn, red[grp][1][w]);
+  }
+  if (!valid) return;
+  const bool any = mx > -100000;
+  const bool flag = any && mx - mn > 14;
+  const int R = any ? mx - 6 : 0;
+#pragma unroll
+  for (int j = 0; j < kMaxJ; ++j) {
+    const int i = tid + j * kQThreads;
+    if (i >= n8) continue;
+    const int d = flag ? 0 : s[j] - R;
+    const uint32_t lo = moe_fp8r::e4m3x4_of(cw[j], d), hi = moe_fp8r::e4m3x4_of(cw[j] >> 16, d);
+    const int q = i % 4;
+    uint8_t* blk = x8 + int64_t(t) * H + (i / 4) * 32;
+    *reinterpret_cast<uint32_t*>(blk + 4 * q) = lo;
+    *reinterpret_cast<uint32_t*>(blk + 16 + 4 * q) = hi;
+    if (q == 0) xs[int64_t(t) * (H / 32) + i / 4] = uint8_t(s[j] + 127);
+  }
+  if (tid == 0) {
+    xr[2 * t] = R;
+    xr[2 * t + 1] = flag;
+  }
+}
+
+// PRO: the combine (moe_pipeline's, same order) as a programmatic dependent of down.
+__global__ void combine_dep(const float* y, int64_t M, int H, int total_top_k, uint16_t* out) {
+  moe_wg8::dep_wait();
+  moe_pipeline::combine_rows(y, M, H, total_top_k, out);
+}
+
+// The block's tile: route_even's list in reverse order (the shared expert's tiles first).
+__device__ inline TileE tile_of(const Ws2& ws2, int bt) { return ws2.tiles[*ws2.w.p.n_tiles - 1 - bt]; }
+
+// OVL: the grids are (column blocks, tiles) (a tile's column blocks adjacent in launch order), gate_up
+// releases the dependent launch at its start and counts its finished blocks per tile (ready[bt], after a
+// fence), and down, launched as a programmatic dependent, waits for its tile's count instead of for the
+// whole gate_up grid: down blocks fill the SMs that gate_up's last, partial wave leaves idle.
+template <bool OVL>
+__device__ inline int tile_index() { return OVL ? int(blockIdx.y) : int(blockIdx.x); }
+template <bool OVL>
+__device__ inline int col_index() { return OVL ? int(blockIdx.x) : int(blockIdx.y); }
+
+// moe_fp8r::exact_dot with the activation rows read through L2 (down reads rows that gate_up blocks of
+// the same, overlapping grid pair wrote).
+__device__ inline float exact_dot_cg(const uint8_t* wrow, const uint8_t* srow, const uint8_t* xrow, const uint8_t* xsrow,
+                                     bool flag, int ref, int KB) {
+  const int lane = threadIdx.x % kLanes;
+  float sum = 0.0f;
+  for (int kb = lane; kb < KB; kb += kLanes) {
+    float part = 0.0f;
+    for (int k = 0; k < 32; ++k) {
+      const float wv = mxfp4::e2m1_value(uint32_t(wrow[kb * 16 + k / 2]) >> (4 * (k & 1)));
+      const float xv = mxfp4::e4m3_small_value(__ldcg(xrow + kb * 32 + moe_fp8r::position(k)));
+      part = fmaf(wv, xv, part);
+    }
+    sum += part * mxfp4::e8m0_value(srow[kb]) * numerics::exp2_f32(flag ? int(__ldcg(xsrow + kb)) - 127 : ref);
+  }
+#pragma unroll
+  for (int o = kLanes / 2; o > 0; o >>= 1) sum += __shfl_xor(sum, o);
+  return sum;
+}
+
+// Runs f(integral_constant<N>) with the tile's wgmma N for `rows` real rows.
+template <class C, class F>
+__device__ inline void dispatch_cols(int rows, F&& f) {
+  if (rows <= 64) f(std::integral_constant<int, 64>{});
+  else if (rows <= 128) f(std::integral_constant<int, 128>{});
+  else f(std::integral_constant<int, C::BN>{});
+}
+// Stage 1. grid (tiles_max, I / (BM / 2)): BM/2 gate + BM/2 up rows x BN sorted rows, SwiGLU, bf16
+// rounding, dynamic MXFP4 requantization into e4m3 a (position order, reference 0).
+template <class C, int FORCE, bool OVL, bool PRO>
+__global__ __launch_bounds__(C::kThreads, 1) void gate_up(MoeArgs a, Ws2 ws2) {
+  const moe_fp8r::Ws& ws = ws2.w;
+  extern __shared__ __align__(128) uint8_t smem[];
+  __shared__ int rg[C::BM / 16];
+  __shared__ uint32_t xoff[C::BN];
+  __shared__ float colmul[C::BN];
+  __shared__ int tok[C::BN];
+  __shared__ int xflag[C::BN];
+  __shared__ int wflag[C::BM];
+  __shared__ int rref[C::BM];
+  const int bt = tile_index<OVL>();
+  if constexpr (PRO) moe_wg8::dep_wait();  // the prologue's output
+  if constexpr (OVL) moe_wg8::dep_release();
+  if (bt >= *ws.p.n_tiles) return;
+  const TileE tile = tile_of(ws2, bt);
+  const int H = a.cfg.d_hidden, I = a.cfg.d_expert, T = a.cfg.total_top_k, KB = H / 32;
+  constexpr int kHalf = C::BM / 2;
+  const int n0 = col_index<OVL>() * kHalf;
+  for (int i = threadIdx.x; i < C::BM / 16; i += C::kThreads) rg[i] = (i < kHalf / 16 ? n0 : I + n0 - kHalf) / 16 + i;
+  bool real = false;
+  if (threadIdx.x < C::BN) {
+    const int c = threadIdx.x;
+    const int p = c < tile.rows ? ws.p.sorted_pair[tile.row0 + c] : -1;
+    const int token = p >= 0 ? p / T : 0;  // padding rows borrow token 0; never written back
+    xoff[c] = uint32_t(token) * uint32_t(H);
+    colmul[c] = numerics::exp2_f32(ws.xr[2 * token]);
+    tok[c] = p >= 0 ? token : -1;
+    xflag[c] = p >= 0 && ws.xr[2 * token + 1];
+    real = p >= 0;
+  }
+  const int nreal = __syncthreads_count(real);
+  float acc[C::MT][C::NG][4];
+  const uint8_t* wq = a.gate_up_weight_shuffled + int64_t(tile.expert) * 2 * I * (H / 2);
+  const uint8_t* wsc = a.gate_up_weight_scale + int64_t(tile.expert) * 2 * I * KB;
+  dispatch_cols<C>(nreal, [&](auto n_tag) {
+    moe_fp8r::run_mainloop<C, decltype(n_tag)::value, FORCE>(wq, wsc, ws.p.x8, KB, rg, xoff, smem, acc, rref, wflag);
+  });
+  // (run_mainloop ends with a barrier: the pipeline buffers become the fp32 tile [BN][BM + 4])
+
+  constexpr int kStride = C::BM + 4;
+  float* tile_f = reinterpret_cast<float*>(smem);
+  const moe_wide16::AccIndex<C> ix;
+  bool mine = false;
+#pragma unroll
+  for (int m = 0; m < C::MT; ++m) {
+    float rowmul[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = ix.row(m, 2 * h);
+      rowmul[h] = numerics::exp2_f32(rref[r]);
+      mine |= wflag[r] != 0;
+    }
+#pragma unroll
+    for (int j = 0; j < C::NG; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int c = ix.col(j, i);
+        tile_f[c * kStride + ix.row(m, i)] = acc[m][j][i] * rowmul[i >> 1] * colmul[c];
+      }
+  }
+  if (threadIdx.x < C::BN) mine |= xflag[threadIdx.x] != 0;
+  if (__syncthreads_or(mine)) {
+    const int warp = threadIdx.x / kLanes;
+    for (int idx = warp; idx < C::BN * C::BM; idx += C::kThreads / kLanes) {
+      const int c = idx / C::BM, r = idx % C::BM;
+      if (tok[c] < 0 || !(wflag[r] || xflag[c])) continue;
+      const int64_t n = int64_t(tile.expert) * 2 * I + rg[r / 16] * 16 + r % 16;
+      const int t = tok[c];
+      const float v = moe_fp8r::exact_dot(a.gate_up_weight + n * (H / 2), a.gate_up_weight_scale + n * KB, ws.p.x8 + int64_t(t) * H,
+                                ws.p.xs + int64_t(t) * KB, ws.xr[2 * t + 1] != 0, ws.xr[2 * t], KB);
+      if (threadIdx.x % kLanes == 0) tile_f[c * kStride + r] = v;
+    }
+    __syncthreads();
+  }
+
+  // SwiGLU, bf16 rounding and requantization: 8 consecutive columns a thread (a quarter of a 32-value
+  // block: the block's amax over the 4 lanes of its quarters), two 4-byte stores in position order.
+  constexpr int kQuarters = kHalf / 8, kItems = C::BN * kQuarters;
+  for (int it = threadIdx.x; it < kItems; it += C::kThreads) {
+    const int c = it / kQuarters, nq = (it % kQuarters) * 8;  // nq: first column (of kHalf)
+    const float* gp = tile_f + c * kStride + nq;
+    const float4 g0 = *reinterpret_cast<const float4*>(gp), g1 = *reinterpret_cast<const float4*>(gp + 4);
+    const float4 u0 = *reinterpret_cast<const float4*>(gp + kHalf), u1 = *reinterpret_cast<const float4*>(gp + kHalf + 4);
+    const float gv[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
+    const float uv[8] = {u0.x, u0.y, u0.z, u0.w, u1.x, u1.y, u1.z, u1.w};
+    float xv[8], amax = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const float silu = gv[k] / (1.0f + expf(-gv[k]));
+      xv[k] = numerics::bf16_to_f32(numerics::f32_to_bf16(silu * uv[k]));
+      amax = fmaxf(amax, mxfp4::abs_for_amax(xv[k]));
+    }
+    amax = fmaxf(amax, __shfl_xor(amax, 1));
+    amax = fmaxf(amax, __shfl_xor(amax, 2));
+    const int s = numerics::mxfp4_dynamic_scale_exp(amax);
+    uint32_t q = 0;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) q |= mxfp4::quantize_dynamic_code(xv[k], s) << (4 * k);
+    int nz = (q & 0x77777777u) != 0u;
+    nz |= __shfl_xor(nz, 1);
+    nz |= __shfl_xor(nz, 2);
+    if (tok[c] < 0) continue;  // padding rows: never read back
+    const int64_t row = tile.row0 + c;
+    const bool flag = (nz && (s < -8 || s > 6)) || (FORCE && row % 41 == 3);
+    const int d = (flag || s < -8 || s > 6) ? 0 : s;
+    uint8_t* dst = ws.p.a8 + row * I + n0 + (nq & ~31) + 4 * ((nq / 8) % 4);
+    *reinterpret_cast<uint32_t*>(dst) = moe_fp8r::e4m3x4_of(q, d);
+    *reinterpret_cast<uint32_t*>(dst + 16) = moe_fp8r::e4m3x4_of(q >> 16, d);
+    if (nq % 32 == 0) {
+      ws.p.as[row * (I / 32) + (n0 + nq) / 32] = uint8_t(s + 127);
+      if (flag) ws.aflag[row] = 1;
+    }
+  }
+  if constexpr (OVL) {
+    __threadfence();  // this thread's a8 / as / aflag stores before the tile's count
+    __syncthreads();
+    if (threadIdx.x == 0) atomicAdd(ws2.ready + bt, 1);
+  }
+}
+
+// Stage 2. grid (tiles_max, H / BM): y[pair, n] = weight * (a W_down^T).
+template <class C, int FORCE, bool OVL, bool PRO>
+__global__ __launch_bounds__(C::kThreads, 1) void down(MoeArgs a, Ws2 ws2) {
+  const moe_fp8r::Ws& ws = ws2.w;
+  extern __shared__ __align__(128) uint8_t smem[];
+  __shared__ int rg[C::BM / 16];
+  __shared__ uint32_t xoff[C::BN];
+  __shared__ int pair[C::BN];
+  __shared__ float weight[C::BN];
+  __shared__ int aflg[C::BN];
+  __shared__ int wflag[C::BM];
+  __shared__ int rref[C::BM];
+  const int bt = tile_index<OVL>();
+  if constexpr (PRO) moe_wg8::dep_release();  // the combine may be scheduled once every down block started
+  if (bt >= *ws.p.n_tiles) return;
+  const TileE tile = tile_of(ws2, bt);
+  if constexpr (OVL) {
+    // The tile's gate_up blocks (I / (G1::BM / 2) of them) have stored its a8 rows.
+    if (threadIdx.x == 0) {
+      while (atomicAdd(ws2.ready + bt, 0) < ws2.need) __nanosleep(256);
+      __threadfence();
+    }
+    __syncthreads();
+  }
+  const int H = a.cfg.d_hidden, I = a.cfg.d_expert, KB = I / 32;
+  const int n0 = col_index<OVL>() * C::BM;
+  for (int i = threadIdx.x; i < C::BM / 16; i += C::kThreads) rg[i] = n0 / 16 + i;
+  bool real = false;
+  if (threadIdx.x < C::BN) {
+    const int c = threadIdx.x;
+    const int row = tile.row0 + (c < tile.rows ? c : 0);  // rows past the tile's: its first row (not stored)
+    const int p = c < tile.rows ? ws.p.sorted_pair[row] : -1;
+    xoff[c] = uint32_t(row) * uint32_t(I);
+    pair[c] = p;
+    weight[c] = p >= 0 ? a.topk_weights[p] : 0.0f;
+    aflg[c] = p >= 0 && (OVL ? __ldcg(ws.aflag + row) : ws.aflag[row]);
+    real = p >= 0;
+  }
+  const int nreal = __syncthreads_count(real);
+  float acc[C::MT][C::NG][4];
+  const uint8_t* wq = a.down_weight_shuffled + int64_t(tile.expert) * H * (I / 2);
+  const uint8_t* wsc = a.down_weight_scale + int64_t(tile.expert) * H * KB;
+  dispatch_cols<C>(nreal, [&](auto n_tag) {
+    moe_fp8r::run_mainloop<C, decltype(n_tag)::value, FORCE>(wq, wsc, ws.p.a8, KB, rg, xoff, smem, acc, rref, wflag);
+  });
+
+  const moe_wide16::AccIndex<C> ix;
+  bool mine = false;
+#pragma unroll
+  for (int m = 0; m < C::MT; ++m)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = ix.row(m, 2 * h);
+      const float rowmul = numerics::exp2_f32(rref[r]);
+      mine |= wflag[r] != 0;
+#pragma unroll
+      for (int j = 0; j < C::NG; ++j) {
+        acc[m][j][2 * h] *= rowmul;
+        acc[m][j][2 * h + 1] *= rowmul;
+      }
+    }
+  moe_tiled::store_weighted_rows<C>(ix, acc, pair, weight, ws.p.y, H, n0);
+  if (threadIdx.x < C::BN) mine |= aflg[threadIdx.x] != 0;
+  if (__syncthreads_or(mine)) {
+    const int warp = threadIdx.x / kLanes;
+    for (int idx = warp; idx < C::BN * C::BM; idx += C::kThreads / kLanes) {
+      const int c = idx / C::BM, r = idx % C::BM;
+      if (pair[c] < 0 || !(wflag[r] || aflg[c])) continue;
+      const int64_t n = int64_t(tile.expert) * H + n0 + r;
+      const int64_t row = tile.row0 + c;
+      const float v = exact_dot_cg(a.down_weight + n * (I / 2), a.down_weight_scale + n * KB, ws.p.a8 + row * I,
+                                ws.p.as + row * KB, aflg[c] != 0, 0, KB);
+      if (threadIdx.x % kLanes == 0) ws.p.y[int64_t(pair[c]) * H + n0 + r] = weight[c] * v;
+    }
+  }
+}
+
+
+// Host: cudaLaunchKernelEx, with attribute 6 (programmatic dependent launch; the enumerator's name holds a
+// word these files avoid) when dep is set (moe_rows8.h's launch_ex).
+template <class... P, class... Args>
+void launch_ex(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, bool dep, const char* what, Args&&... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cudaLaunchAttribute attr[1];
+  std::memset(attr, 0, sizeof(attr));
+  attr[0].id = static_cast<cudaLaunchAttributeID>(6);
+  const int one = 1;
+  std::memcpy(&attr[0].val, &one, sizeof(one));
+  cfg.attrs = attr;
+  cfg.numAttrs = dep ? 1 : 0;
+  moe_pipeline::check(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...), what);
+}
+
+// The whole layer: moe_fp8r's quantizer, route_even (tiles of up to BN rows), gate_up, down, moe_pipeline's combine.
+template <class G1, class G2, bool OVL, bool PRO = false, int FORCE = 0>
+void launch(const MoeArgs& a) {
+  static_assert(G1::BN == G2::BN, "one tile list");
+  static_assert(!PRO || (OVL && FORCE == 0), "PRO: the overlapped form, no forced fix-up");
+  constexpr int T = G1::BN;
+  if (a.workspace_size < carve2(a.cfg, T, nullptr, nullptr)) throw std::invalid_argument("moe_mxfp4: workspace too small");
+  if (!moe_fp8r::supports(a.cfg)) throw std::invalid_argument("moe_mxfp4: shape not supported by the fp8 kernels");
+  Ws2 ws2;
+  carve2(a.cfg, T, a.workspace, &ws2);
+  const moe_fp8r::Ws& ws = ws2.w;
+  const moe_pipeline::Sizes s = moe_pipeline::sizes_of(a.cfg, T);
+  const unsigned cols1 = unsigned(s.I / (G1::BM / 2)), cols2 = unsigned(s.H / G2::BM), tiles = unsigned(s.tiles_max);
+  ws2.need = int(cols1);
+  constexpr int kRouteThreads = 1024;
+  const size_t route_smem = size_t(2 * s.E + kRouteThreads) * sizeof(int);
+  if constexpr (PRO) {
+    static_assert(kQGroups * kQThreads == kRouteThreads, "the route block's size");
+    const unsigned nqb = unsigned((s.M + kQGroups - 1) / kQGroups);
+    prologue<<<nqb + 1, kRouteThreads, route_smem>>>(a.hidden_states, int(s.M), int(s.H), ws.p.x8, ws.p.xs, ws.xr,
+                                                     ws.aflag, a.topk_ids, int(s.P), int(s.E), T, int(s.rows_max),
+                                                     ws.p.sorted_pair, ws2.tiles, ws.p.n_tiles, ws2.ready,
+                                                     int(s.tiles_max));
+    moe_pipeline::check(hipGetLastError(), "fp8 prologue");
+  } else {
+    moe_fp8r::quantize_hidden<FORCE><<<unsigned(s.M), 256>>>(a.hidden_states, int(s.H), ws.p.x8, ws.p.xs, ws.xr,
+                                                             ws.aflag, int(s.rows_max));
+    moe_pipeline::check(hipGetLastError(), "fp8 quantize hidden");
+    route_even<<<1, kRouteThreads, route_smem>>>(a.topk_ids, int(s.P), int(s.E), T, int(s.rows_max), ws.p.sorted_pair,
+                                                 ws2.tiles, ws.p.n_tiles, ws2.ready, int(s.tiles_max));
+    moe_pipeline::check(hipGetLastError(), "fp8 route");
+  }
+  constexpr int sm1 = moe_fp8r::gate_up_smem<G1>(), sm2 = G2::kPipeBytes;
+  moe_wg8::allow_smem(gate_up<G1, FORCE, OVL, PRO>, sm1);
+  moe_wg8::allow_smem(down<G2, FORCE, OVL, PRO>, sm2);
+  if constexpr (OVL) {
+    launch_ex(gate_up<G1, FORCE, OVL, PRO>, dim3(cols1, tiles), dim3(G1::kThreads), size_t(sm1), PRO, "fp8 gate_up", a,
+              ws2);
+    launch_ex(down<G2, FORCE, OVL, PRO>, dim3(cols2, tiles), dim3(G2::kThreads), size_t(sm2), true, "fp8 down", a, ws2);
+  } else {
+    gate_up<G1, FORCE, OVL, PRO><<<dim3(tiles, cols1), G1::kThreads, sm1>>>(a, ws2);
+    moe_pipeline::check(hipGetLastError(), "fp8 gate_up");
+    down<G2, FORCE, OVL, PRO><<<dim3(tiles, cols2), G2::kThreads, sm2>>>(a, ws2);
+    moe_pipeline::check(hipGetLastError(), "fp8 down");
+  }
+  if constexpr (PRO) {
+    constexpr int kThreadsC = 256;
+    const int64_t n = s.M * s.H;
+    launch_ex(combine_dep, dim3(unsigned((n + kThreadsC - 1) / kThreadsC)), dim3(kThreadsC), 0, true, "fp8 combine",
+              static_cast<const float*>(ws.p.y), int64_t(s.M), int(s.H), a.cfg.total_top_k, a.out);
+  } else {
+    moe_pipeline::launch_combine(a, ws.p);
+  }
+}
+
+// Tiles of up to 160 rows, 256 weight rows a block (8 warps x two 16-row groups), 4 k-blocks a stage, 5 stages
+// (185 KB), weight words one k-block ahead (v23's options otherwise). Measured slower (docs/perf-moe-fp8b.md):
+// 8 k-blocks x 3 stages (~110 B of spills, +16%) and 4 k-blocks x 6 stages (+6%).
+using G160s = Cfg<8, 2, 4, 5, 2, true, 160>;
+
+// The path as one unit for a composed variant: the 64-row shapes of v20 (bs x k / routed > 40).
+template <class A, class B, bool OVL, bool PRO = false, int FORCE = 0>
+struct PathOf {
+  static bool applies(const MoeConfig& c) {
+    return c.bs * c.n_experts_per_token / c.n_routed_experts > 40 && moe_fp8r::supports(c);
+  }
+  static size_t workspace_bytes(const MoeConfig& c) { return carve2(c, A::BN, nullptr, nullptr); }
+  static void launch(const MoeArgs& a) { moe_fp8r2::launch<A, B, OVL, PRO, FORCE>(a); }
+};
+using Path = PathOf<G160s, G160s, true, true>;  // v28 (docs/perf-moe-fp8b.md, call 4 and the final call)
+#endif  // MOE_WG8_HOST
+
+}  // namespace
+}  // namespace moe_fp8r2

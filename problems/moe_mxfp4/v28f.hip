@@ -1,0 +1,10 @@
+// v28f (test only): v28's fp8 path (moe_fp8r2, gate_up / down overlapped) with the exact fix-up forced on some
+// weight rows, tokens and SwiGLU rows (FORCE = 1, as v23f), launched without the fused prologue (which has no
+// FORCE form): checks the fix-up of moe_fp8_rows2.h's kernels on the 64-row shapes. Not for timing.
+#define V28_PATH moe_fp8r2::PathOf<moe_fp8r2::G160s, moe_fp8r2::G160s, true, false, 1>
+#include "problems/moe_mxfp4/v28.hip"
+MOE_MXFP4_VARIANT("v28f", gpu,
+                  "test only: v28's fp8 path with the exact fix-up forced on some weight rows, tokens and SwiGLU rows",
+                  "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
+                  "gate_up_weight_scale,down_weight_scale,topk_weights,topk_ids",
+                  0);
