@@ -1175,6 +1175,16 @@ struct PathOf {
     else PFew::launch(a);
   }
 };
+
+// v27's configuration (docs/perf.md, section "moe_mxfp4 v27"; measured there as v27b in call 5): gate_up and
+// down_slices with 8 warps x 2 groups, 4 k-blocks x 4 stages. E 257 bs 512: gate_up in one part, down_slices NS 4,
+// prologue at 256 threads a token; E 33 bs 128: gate_up in 2 K-parts, down_slices NS 2, prologue at 1024 threads a
+// token; down_slices a dependent launch on both.
+using G27 = Cfg<8, 2, 32, 4, 4, 2, true, 2>;
+using Path = PathOf<Plan<G27, G27, false, 1, 4, 0, 256, true>, Plan<G27, G27, false, 2, 2, 0, 1024, true>>;
+// v27f (test only): the same kernels with the exact fix-up forced (FORCE 1), down_slices not dependent,
+// prologue at 1024 threads a token (the form run in calls 4 and 5).
+using PathForced = PathOf<Plan<G27, G27, false, 1, 4, 1>, Plan<G27, G27, false, 2, 2, 1>>;
 #endif  // MOE_WG8_HOST
 
 }  // namespace

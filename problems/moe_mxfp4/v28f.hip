@@ -1,8 +1,20 @@
 // v28f (test only): v28's fp8 path (moe_fp8r2, gate_up / down overlapped) with the exact fix-up forced on some
 // weight rows, tokens and SwiGLU rows (FORCE = 1, as v23f), launched without the fused prologue (which has no
 // FORCE form): checks the fix-up of moe_fp8_rows2.h's kernels on the 64-row shapes. Not for timing.
-#define V28_PATH moe_fp8r2::PathOf<moe_fp8r2::G160s, moe_fp8r2::G160s, true, false, 1>
-#include "problems/moe_mxfp4/v28.hip"
+#include "problems/common/moe_dispatch.h"
+#include "problems/common/moe_fp8_rows2.h"
+
+namespace {
+#if defined(MOE_WG8_HOST)
+using Paths = moe_dispatch::Dispatch<moe_dispatch::Rows8, moe_dispatch::Rows32,
+                                     moe_fp8r2::PathOf<moe_fp8r2::G160s, moe_fp8r2::G160s, true, false, 1>>;
+#else
+using Paths = moe_dispatch::Dispatch<void, void, void>;  // AMD: v11's dispatch
+#endif
+size_t workspace_bytes(const MoeConfig& c) { return Paths::workspace_bytes(c); }
+void launch(const MoeArgs& a) { Paths::launch(a); }
+}  // namespace
+
 MOE_MXFP4_VARIANT("v28f", gpu,
                   "test only: v28's fp8 path with the exact fix-up forced on some weight rows, tokens and SwiGLU rows",
                   "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
