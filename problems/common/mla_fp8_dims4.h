@@ -8,7 +8,7 @@
 //    (out = kv_scale * sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s) and writes them; a second cluster
 //    barrier keeps the shared memory alive. No partials, no combine kernel. Used only when the occupancy
 //    calculator gives every batch a cluster slot at once (H200: 66 clusters of 2, but 30 of 4, so bs 32 /
-//    kv 8192 keeps the partials + combine form). Measured bs 64 / kv 8192 -1.9 to -3.2 us (docs/perf-mla-large2.md).
+//    kv 8192 keeps the partials + combine form). Measured bs 64 / kv 8192 -1.9 to -3.2 us (docs/perf.md, section "mla_decode v23").
 // Also measured there and dropped (slower or no change): config-derived first copies (no kv_indptr load
 // before them), evict_first Q copies and output stores, the bf16 output through a shared-memory staging
 // buffer and one bulk store (+16 KB shared memory made the tiles ~3% slower), an in-kernel last-arriver

@@ -1,6 +1,6 @@
 // moe_fp8r2: v23's fp8 e4m3 wgmma path for the 64-row MoE shapes (moe_fp8_rows.h, namespace moe_fp8r: the same
 // operands, weight decode, mainloop, epilogues and exact fix-up; the output is v23's bit for bit) with a
-// different tile list and launch chain (measured in docs/perf-moe-fp8b.md):
+// different tile list and launch chain (measured in docs/perf.md, section "moe_mxfp4 v28"):
 //  - Tiles of up to 160 sorted rows, each expert's rows split evenly (route_even, the tile list of the removed
 //    256-row form of moe_fp8_rows.h), 256 weight rows a block as v23 (8 warps x two 16-row groups), wgmma N
 //    64 / 128 / 160 by the tile's real rows (accumulators 2 x 20 x 4 = 160 registers a thread), 4 k-blocks
@@ -14,7 +14,7 @@
 //    (d_expert 512: 144 gate_up blocks = 1.09 waves).
 //  - PRO: the quantizer (4 tokens a 1024-thread block) and route_even (the last block) in one launch, gate_up
 //    a dependent launch of it, the combine a dependent launch of down (moe_pipeline's combine order).
-// Measured and not kept (docs/perf-moe-fp8b.md, call 1): one 16-row group a warp (128 weight rows a block)
+// Measured and not kept (docs/perf.md, section "moe_mxfp4 v28", call 1): one 16-row group a warp (128 weight rows a block)
 // costs ~1.75x the time per weight row of two groups (the per-k-block latency chain does not shrink with
 // the work), which is why the 256-row tile form of moe_fp8_rows.h lost; down at two blocks an SM (128 rows);
 // the combine fused into down (the last-arriving block sums a token's rows: no gain).
@@ -566,7 +566,7 @@ void launch(const MoeArgs& a) {
 }
 
 // Tiles of up to 160 rows, 256 weight rows a block (8 warps x two 16-row groups), 4 k-blocks a stage, 5 stages
-// (185 KB), weight words one k-block ahead (v23's options otherwise). Measured slower (docs/perf-moe-fp8b.md):
+// (185 KB), weight words one k-block ahead (v23's options otherwise). Measured slower (docs/perf.md, section "moe_mxfp4 v28"):
 // 8 k-blocks x 3 stages (~110 B of spills, +16%) and 4 k-blocks x 6 stages (+6%).
 using G160s = Cfg<8, 2, 4, 5, 2, true, 160>;
 
@@ -579,7 +579,7 @@ struct PathOf {
   static size_t workspace_bytes(const MoeConfig& c) { return carve2(c, A::BN, nullptr, nullptr); }
   static void launch(const MoeArgs& a) { moe_fp8r2::launch<A, B, OVL, PRO, FORCE>(a); }
 };
-using Path = PathOf<G160s, G160s, true, true>;  // v28 (docs/perf-moe-fp8b.md, call 4 and the final call)
+using Path = PathOf<G160s, G160s, true, true>;  // v28 (docs/perf.md, section "moe_mxfp4 v28", call 4 and the final call)
 #endif  // MOE_WG8_HOST
 
 }  // namespace

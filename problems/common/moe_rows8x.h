@@ -1,6 +1,6 @@
 // moe_rows8w.h's 8-row chain (prologue, gate_up with per-tile ready counters, moe_rows8b::down_dyn taking
 // work items as tiles finish, combine) with the gate_up on the integer mma.sync (m16n8k32 s8 x s8 -> s32)
-// instead of f16 m16n8k16 (helper moe-rows8c, session 7; measured in docs/perf-moe-rows8c.md):
+// instead of f16 m16n8k16 (helper moe-rows8c, session 7; measured in docs/perf.md, section "moe_mxfp4 v26"):
 //  - weights: a word of 8 e2m1 codes (one row, the lane's 8 k values) becomes two s8 operands by byte
 //    permutes through the 8-entry table 2 x |value| = {0, 1, 2, 3, 4, 6, 8, 12}: pos = prmt(table, w)
 //    (a negative code's selector has its sign bit set, so prmt writes the replicated sign of the table

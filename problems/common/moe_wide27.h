@@ -1,5 +1,5 @@
 // The 32-row MoE shapes (bs x k / routed experts in (8, 40]: E 257 bs 512, E 33 bs 128) on fp8 e4m3
-// wgmma with small N (helper moe-wide3, session 7; docs/perf-moe-wide3.md). v22's path (moe_wide22.h)
+// wgmma with small N (helper moe-wide3, session 7; docs/perf.md, section "moe_mxfp4 v27"). v22's path (moe_wide22.h)
 // decodes every weight into bf16 for mma.sync m16n8k16 (~20 instructions per 8 values + 2 HMMA per
 // column group and 16 rows); these shapes are decode-bound (few rows per expert), so this path runs the
 // weight decode of moe_fp8_rows.h (moe_fp8r: e2m1 -> e4m3 by a prmt table with the e8m0 scale folded
@@ -19,8 +19,8 @@
 //    once, one weight pipeline; optionally a dependent launch that prefetches its first weight stages
 //    before waiting for gate_up) or one block a tile and slice; weighted rows into y; combine.
 // Padding rows of a tile borrow its first row's token: with one token for every tile's padding rows the
-// copies of those rows hit one L2 line from every SM (gate_up +46%, docs/perf-moe-wide3.md, call 2).
-// Measured (docs/perf-moe-wide3.md, call 5, as v27b = v27): E 257 bs 512 402.1 us (v25 420.6), E 33 bs 128
+// copies of those rows hit one L2 line from every SM (gate_up +46%, docs/perf.md, section "moe_mxfp4 v27", call 2).
+// Measured (docs/perf.md, section "moe_mxfp4 v27", call 5, as v27b = v27): E 257 bs 512 402.1 us (v25 420.6), E 33 bs 128
 // 143.6 us (v25 174.2); the 32-row outputs are bit-identical to the reference on the benchmark data.
 // NVIDIA only (MOE_WG8_HOST) like moe_fp8_rows.h.
 #pragma once

@@ -5,7 +5,7 @@
 //     batch's splits one cluster that merges through distributed shared memory (no partials, no combine
 //     kernel). bs 32 / kv 8192 (32 x 4) would need 32 clusters of 4 and the H200 offers 30;
 //   - the other large shapes: v22's large path exactly (mla_dims3::Dims3<3, F16P | QP | EF, 2>).
-// Measurements: docs/perf-mla-large2.md. AMD builds run v6's kernel, as v8, v11-v22 do.
+// Measurements: docs/perf.md, section "mla_decode v23". AMD builds run v6's kernel, as v8, v11-v22 do.
 #include "problems/common/mla_fp8_tile.h"
 #include "problems/common/mla_fp8_dcl2.h"
 #include "problems/common/mla_fp8_dims3.h"

@@ -1,7 +1,7 @@
 // v26: v25 with the 8-row shapes (E 257 bs 16 / 128, E 33 bs 16) on moe_rows8x.h's path: the gate_up on the
 // integer mma.sync (m16n8k32 s8: the e2m1 weights decoded by byte permutes into a positive and a negative operand,
 // the activations stored as int8 2 x value, 1 byte a value, scales folded where they fit), 5 stages; same
-// down / combine as v25; bit for bit v25's output (docs/perf-moe-rows8c.md; measured there as v26y, this
+// down / combine as v25; bit for bit v25's output (docs/perf.md, section "moe_mxfp4 v26"; measured there as v26y, this
 // configuration: 117.1 / 258.2 / 84.5 us against v25's 118.8 / 266.4 / 85.0 in the same call).
 // Every other shape exactly as v25 dispatches it (v22's 32-row path, v23's fp8 path, v20's 64-row path).
 // Builds without mma.sync (AMD) run v11's dispatch, as v25.

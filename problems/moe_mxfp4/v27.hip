@@ -1,5 +1,5 @@
 // v27: v25 with the 32-row shapes (E 257 bs 512, E 33 bs 128) on moe_wide27.h's fp8 e4m3 wgmma path
-// (small-N wgmma on 32- or 64-row tiles, moe_fp8r's weight decode; docs/perf-moe-wide3.md); every other
+// (small-N wgmma on 32- or 64-row tiles, moe_fp8r's weight decode; docs/perf.md, section "moe_mxfp4 v27"); every other
 // shape exactly as v25 dispatches it (v21's 8-row path, v23's fp8 64-row path, v20's 64-row kernels).
 // Builds without mma.sync (AMD) run v11's dispatch, as v25.
 #include "problems/common/moe_dispatch.h"

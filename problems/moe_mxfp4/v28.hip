@@ -2,7 +2,7 @@
 // fp8 path (moe_fp8r2::Path: tiles of up to 160 rows split evenly per expert, down overlapping gate_up's last
 // wave, quantizer + route in one launch, dependent launches) where v25 runs moe_fp8r::Path (the 64-row shapes,
 // E33 bs512 at d_expert 512 / 2048); every other shape is dispatched exactly as v25. Measured in
-// docs/perf-moe-fp8b.md. Builds without mma.sync (AMD) run v11's dispatch, as v25.
+// docs/perf.md, section "moe_mxfp4 v28". Builds without mma.sync (AMD) run v11's dispatch, as v25.
 #include "problems/common/moe_dispatch.h"
 #include "problems/common/moe_fp8_rows2.h"
 
