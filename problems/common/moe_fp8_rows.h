@@ -503,11 +503,14 @@ __device__ inline TileR tile_of(const Ws& ws) {
   return TileR{t.expert, t.row0, C::BN};
 }
 
-// Runs f(integral_constant<N>) with the tile's wgmma N for `rows` real rows.
+// Runs f(integral_constant<N>) with the tile's wgmma N for `rows` real rows: 64, 128, or the tile's BN where it
+// is larger (moe_fp8r2's 160-row tiles).
 template <class C, class F>
 __device__ inline void dispatch_cols(int rows, F&& f) {
   if (rows <= 64) f(std::integral_constant<int, 64>{});
-  else f(std::integral_constant<int, 128>{});
+  else if constexpr (C::BN <= 128) f(std::integral_constant<int, 128>{});
+  else if (rows <= 128) f(std::integral_constant<int, 128>{});
+  else f(std::integral_constant<int, C::BN>{});
 }
 
 template <class C>
@@ -515,23 +518,17 @@ constexpr int gate_up_smem() {
   return C::kPipeBytes > C::BN * (C::BM + 4) * 4 ? C::kPipeBytes : C::BN * (C::BM + 4) * 4;
 }
 
-// Stage 1. grid (tiles_max, I / (BM / 2)): BM/2 gate + BM/2 up rows x 128 sorted rows, SwiGLU, bf16
-// rounding, dynamic MXFP4 requantization into e4m3 a (position order, reference 0).
-template <class C, int FORCE>
-__global__ __launch_bounds__(C::kThreads, 1) void gate_up(MoeArgs a, Ws ws) {
-  extern __shared__ __align__(128) uint8_t smem[];
-  __shared__ int rg[C::BM / 16];
-  __shared__ uint32_t xoff[C::BN];
-  __shared__ float colmul[C::BN];
-  __shared__ int tok[C::BN];
-  __shared__ int xflag[C::BN];
-  __shared__ int wflag[C::BM];
-  __shared__ int rref[C::BM];
-  if (int(blockIdx.x) >= *ws.p.n_tiles) return;
-  const TileR tile = tile_of<C>(ws);
+// The gate_up kernel's work once its tile is known (shared with moe_fp8r2::gate_up): the tile's rows and weight
+// row groups, the mainloop into fp32, the exact fix-up of flagged (row, column) pairs, then SwiGLU, bf16 rounding
+// and requantization into e4m3 values + e8m0 scales. col() gives the block's column block; the shared arrays are
+// the kernel's own.
+template <class C, int FORCE, class TileT, class ColF>
+__device__ __forceinline__ void gate_up_tile(const MoeArgs& a, const Ws& ws, const TileT& tile, ColF col, uint8_t* smem,
+                                             int* rg, uint32_t* xoff, float* colmul, int* tok, int* xflag, int* wflag,
+                                             int* rref) {
   const int H = a.cfg.d_hidden, I = a.cfg.d_expert, T = a.cfg.total_top_k, KB = H / 32;
   constexpr int kHalf = C::BM / 2;
-  const int n0 = blockIdx.y * kHalf;
+  const int n0 = col() * kHalf;
   for (int i = threadIdx.x; i < C::BM / 16; i += C::kThreads) rg[i] = (i < kHalf / 16 ? n0 : I + n0 - kHalf) / 16 + i;
   bool real = false;
   if (threadIdx.x < C::BN) {
@@ -627,6 +624,23 @@ __global__ __launch_bounds__(C::kThreads, 1) void gate_up(MoeArgs a, Ws ws) {
       if (flag) ws.aflag[row] = 1;
     }
   }
+}
+
+// Stage 1. grid (tiles_max, I / (BM / 2)): BM/2 gate + BM/2 up rows x 128 sorted rows, SwiGLU, bf16
+// rounding, dynamic MXFP4 requantization into e4m3 a (position order, reference 0).
+template <class C, int FORCE>
+__global__ __launch_bounds__(C::kThreads, 1) void gate_up(MoeArgs a, Ws ws) {
+  extern __shared__ __align__(128) uint8_t smem[];
+  __shared__ int rg[C::BM / 16];
+  __shared__ uint32_t xoff[C::BN];
+  __shared__ float colmul[C::BN];
+  __shared__ int tok[C::BN];
+  __shared__ int xflag[C::BN];
+  __shared__ int wflag[C::BM];
+  __shared__ int rref[C::BM];
+  if (int(blockIdx.x) >= *ws.p.n_tiles) return;
+  const TileR tile = tile_of<C>(ws);
+  gate_up_tile<C, FORCE>(a, ws, tile, [] { return int(blockIdx.y); }, smem, rg, xoff, colmul, tok, xflag, wflag, rref);
 }
 
 // Stage 2. grid (tiles_max, H / BM): y[pair, n] = weight * (a W_down^T).

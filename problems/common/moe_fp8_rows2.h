@@ -284,13 +284,6 @@ __device__ inline float exact_dot_cg(const uint8_t* wrow, const uint8_t* srow, c
   return sum;
 }
 
-// Runs f(integral_constant<N>) with the tile's wgmma N for `rows` real rows.
-template <class C, class F>
-__device__ inline void dispatch_cols(int rows, F&& f) {
-  if (rows <= 64) f(std::integral_constant<int, 64>{});
-  else if (rows <= 128) f(std::integral_constant<int, 128>{});
-  else f(std::integral_constant<int, C::BN>{});
-}
 // Stage 1. grid (tiles_max, I / (BM / 2)): BM/2 gate + BM/2 up rows x BN sorted rows, SwiGLU, bf16
 // rounding, dynamic MXFP4 requantization into e4m3 a (position order, reference 0).
 template <class C, int FORCE, bool OVL, bool PRO>
@@ -309,104 +302,8 @@ __global__ __launch_bounds__(C::kThreads, 1) void gate_up(MoeArgs a, Ws2 ws2) {
   if constexpr (OVL) moe_wg8::dep_release();
   if (bt >= *ws.p.n_tiles) return;
   const TileE tile = tile_of(ws2, bt);
-  const int H = a.cfg.d_hidden, I = a.cfg.d_expert, T = a.cfg.total_top_k, KB = H / 32;
-  constexpr int kHalf = C::BM / 2;
-  const int n0 = col_index<OVL>() * kHalf;
-  for (int i = threadIdx.x; i < C::BM / 16; i += C::kThreads) rg[i] = (i < kHalf / 16 ? n0 : I + n0 - kHalf) / 16 + i;
-  bool real = false;
-  if (threadIdx.x < C::BN) {
-    const int c = threadIdx.x;
-    const int p = c < tile.rows ? ws.p.sorted_pair[tile.row0 + c] : -1;
-    const int token = p >= 0 ? p / T : 0;  // padding rows borrow token 0; never written back
-    xoff[c] = uint32_t(token) * uint32_t(H);
-    colmul[c] = numerics::exp2_f32(ws.xr[2 * token]);
-    tok[c] = p >= 0 ? token : -1;
-    xflag[c] = p >= 0 && ws.xr[2 * token + 1];
-    real = p >= 0;
-  }
-  const int nreal = __syncthreads_count(real);
-  float acc[C::MT][C::NG][4];
-  const uint8_t* wq = a.gate_up_weight_shuffled + int64_t(tile.expert) * 2 * I * (H / 2);
-  const uint8_t* wsc = a.gate_up_weight_scale + int64_t(tile.expert) * 2 * I * KB;
-  dispatch_cols<C>(nreal, [&](auto n_tag) {
-    moe_fp8r::run_mainloop<C, decltype(n_tag)::value, FORCE>(wq, wsc, ws.p.x8, KB, rg, xoff, smem, acc, rref, wflag);
-  });
-  // (run_mainloop ends with a barrier: the pipeline buffers become the fp32 tile [BN][BM + 4])
-
-  constexpr int kStride = C::BM + 4;
-  float* tile_f = reinterpret_cast<float*>(smem);
-  const moe_wide16::AccIndex<C> ix;
-  bool mine = false;
-#pragma unroll
-  for (int m = 0; m < C::MT; ++m) {
-    float rowmul[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = ix.row(m, 2 * h);
-      rowmul[h] = numerics::exp2_f32(rref[r]);
-      mine |= wflag[r] != 0;
-    }
-#pragma unroll
-    for (int j = 0; j < C::NG; ++j)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int c = ix.col(j, i);
-        tile_f[c * kStride + ix.row(m, i)] = acc[m][j][i] * rowmul[i >> 1] * colmul[c];
-      }
-  }
-  if (threadIdx.x < C::BN) mine |= xflag[threadIdx.x] != 0;
-  if (__syncthreads_or(mine)) {
-    const int warp = threadIdx.x / kLanes;
-    for (int idx = warp; idx < C::BN * C::BM; idx += C::kThreads / kLanes) {
-      const int c = idx / C::BM, r = idx % C::BM;
-      if (tok[c] < 0 || !(wflag[r] || xflag[c])) continue;
-      const int64_t n = int64_t(tile.expert) * 2 * I + rg[r / 16] * 16 + r % 16;
-      const int t = tok[c];
-      const float v = moe_fp8r::exact_dot(a.gate_up_weight + n * (H / 2), a.gate_up_weight_scale + n * KB, ws.p.x8 + int64_t(t) * H,
-                                ws.p.xs + int64_t(t) * KB, ws.xr[2 * t + 1] != 0, ws.xr[2 * t], KB);
-      if (threadIdx.x % kLanes == 0) tile_f[c * kStride + r] = v;
-    }
-    __syncthreads();
-  }
-
-  // SwiGLU, bf16 rounding and requantization: 8 consecutive columns a thread (a quarter of a 32-value
-  // block: the block's amax over the 4 lanes of its quarters), two 4-byte stores in position order.
-  constexpr int kQuarters = kHalf / 8, kItems = C::BN * kQuarters;
-  for (int it = threadIdx.x; it < kItems; it += C::kThreads) {
-    const int c = it / kQuarters, nq = (it % kQuarters) * 8;  // nq: first column (of kHalf)
-    const float* gp = tile_f + c * kStride + nq;
-    const float4 g0 = *reinterpret_cast<const float4*>(gp), g1 = *reinterpret_cast<const float4*>(gp + 4);
-    const float4 u0 = *reinterpret_cast<const float4*>(gp + kHalf), u1 = *reinterpret_cast<const float4*>(gp + kHalf + 4);
-    const float gv[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
-    const float uv[8] = {u0.x, u0.y, u0.z, u0.w, u1.x, u1.y, u1.z, u1.w};
-    float xv[8], amax = 0.0f;
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      const float silu = gv[k] / (1.0f + expf(-gv[k]));
-      xv[k] = numerics::bf16_to_f32(numerics::f32_to_bf16(silu * uv[k]));
-      amax = fmaxf(amax, mxfp4::abs_for_amax(xv[k]));
-    }
-    amax = fmaxf(amax, __shfl_xor(amax, 1));
-    amax = fmaxf(amax, __shfl_xor(amax, 2));
-    const int s = numerics::mxfp4_dynamic_scale_exp(amax);
-    uint32_t q = 0;
-#pragma unroll
-    for (int k = 0; k < 8; ++k) q |= mxfp4::quantize_dynamic_code(xv[k], s) << (4 * k);
-    int nz = (q & 0x77777777u) != 0u;
-    nz |= __shfl_xor(nz, 1);
-    nz |= __shfl_xor(nz, 2);
-    if (tok[c] < 0) continue;  // padding rows: never read back
-    const int64_t row = tile.row0 + c;
-    const bool flag = (nz && (s < -8 || s > 6)) || (FORCE && row % 41 == 3);
-    const int d = (flag || s < -8 || s > 6) ? 0 : s;
-    uint8_t* dst = ws.p.a8 + row * I + n0 + (nq & ~31) + 4 * ((nq / 8) % 4);
-    *reinterpret_cast<uint32_t*>(dst) = moe_fp8r::e4m3x4_of(q, d);
-    *reinterpret_cast<uint32_t*>(dst + 16) = moe_fp8r::e4m3x4_of(q >> 16, d);
-    if (nq % 32 == 0) {
-      ws.p.as[row * (I / 32) + (n0 + nq) / 32] = uint8_t(s + 127);
-      if (flag) ws.aflag[row] = 1;
-    }
-  }
+  moe_fp8r::gate_up_tile<C, FORCE>(a, ws, tile, [] { return col_index<OVL>(); }, smem, rg, xoff, colmul, tok, xflag, wflag,
+                                  rref);
   if constexpr (OVL) {
     __threadfence();  // this thread's a8 / as / aflag stores before the tile's count
     __syncthreads();
@@ -456,7 +353,7 @@ __global__ __launch_bounds__(C::kThreads, 1) void down(MoeArgs a, Ws2 ws2) {
   float acc[C::MT][C::NG][4];
   const uint8_t* wq = a.down_weight_shuffled + int64_t(tile.expert) * H * (I / 2);
   const uint8_t* wsc = a.down_weight_scale + int64_t(tile.expert) * H * KB;
-  dispatch_cols<C>(nreal, [&](auto n_tag) {
+  moe_fp8r::dispatch_cols<C>(nreal, [&](auto n_tag) {
     moe_fp8r::run_mainloop<C, decltype(n_tag)::value, FORCE>(wq, wsc, ws.p.a8, KB, rg, xoff, smem, acc, rref, wflag);
   });
 
