@@ -36,6 +36,7 @@
 // bs512 d_expert 512 / 2048; docs/perf.md, section "Session 6, final integration call"); that form is in
 // the commit that removed it from this file.
 #pragma once
+#include <type_traits>
 #include <utility>
 
 #include "problems/common/moe_wide16.h"
@@ -240,11 +241,38 @@ __device__ __forceinline__ void wgmma_e4m3(float (&d)[NG][4], const uint32_t (&a
 }
 #endif  // MOE_WG8_DEVICE
 
+// Options a tile configuration may carry (moe_wide27's Cfg does): EF, weight copies with an L2 evict_first
+// policy; kNoBranch, the next stage's copies issued without a branch (past the end, the last stage again, which
+// needs the next k-block index clamped). Configurations with these options clamp that index whether or not they
+// set kNoBranch, as they were measured (docs/perf.md, section "moe_mxfp4 v27").
+template <class C, class = void>
+struct LoopOpts {
+  static constexpr bool EF = false, kNoBranch = false, kClampNext = false;
+};
+template <class C>
+struct LoopOpts<C, std::void_t<decltype(C::kNoBranch)>> {
+  static constexpr bool EF = C::EF, kNoBranch = C::kNoBranch, kClampNext = true;
+};
+
+__device__ inline uint64_t policy_evict_first() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+  return p;
+}
+// Ran in moe_wide27 (v27e: no gain); the same instruction stopped moe_rows8x's kernels with an illegal instruction
+// (docs/perf.md, sections "moe_mxfp4 v27" and "moe_mxfp4 v26"). No committed variant sets EF.
+__device__ inline void cp_async16_ef(void* smem_dst, const void* gmem_src, uint64_t pol) {
+  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem_src), "l"(pol)
+               : "memory");
+}
+
 // acc (+)= A (the BM weight rows of the 16-row groups rg[], decoded) x B (NCOLS activation rows at
-// x + xoff_row[c]) over K = 32 KB. lo[m][h]: the window's first scale byte of row g + 8 h of group m
-// (from the first stage); chk[m][h]: the largest b - lo seen (the row is exact while <= 11).
+// x + xoff_row[c]) over K = 32 KBp (KB: the row's k-blocks, KBp: this split-K part's). lo[m][h]: the window's
+// first scale byte of row g + 8 h of group m (from the first stage); chk[m][h]: the largest b - lo seen (the row is
+// exact while <= 11).
 template <class C, int NCOLS>
-__device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint8_t* x, int KB, const int* rg,
+__device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint8_t* x, int KB, int KBp, const int* rg,
                                 const uint32_t* xoff_row, uint8_t* smem, float (&acc)[C::MT][C::NG][4],
                                 int (&lo)[C::MT][2], uint32_t (&chk)[C::MT][2]) {
 #pragma unroll
@@ -259,7 +287,10 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
 #if defined(MOE_WG8_DEVICE)
   const int tid = threadIdx.x, lane = tid % kLanes, wm = tid / kLanes;
   const int g = lane / 4;
-  const int nk = KB / C::KS;
+  const int nk = KBp / C::KS;
+  using O = LoopOpts<C>;
+  uint64_t pol = 0;
+  if constexpr (O::EF) pol = policy_evict_first();
   const uint32_t rg_bytes = uint32_t(KB) * 256u;
 
   uint32_t woff[C::kWPer], xoff[C::kXPer];
@@ -287,7 +318,10 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
     const uint8_t* wb = w + uint32_t(kb0) * 256u;
 #pragma unroll
     for (int n = 0; n < C::kWPer; ++n)
-      if (P < 0 || n / kPortion == P) cp_async<16>(st + C::kW + (tid + n * C::kThreads) * 16, wb + woff[n]);
+      if (P < 0 || n / kPortion == P) {
+        if constexpr (O::EF) cp_async16_ef(st + C::kW + (tid + n * C::kThreads) * 16, wb + woff[n], pol);
+        else cp_async<16>(st + C::kW + (tid + n * C::kThreads) * 16, wb + woff[n]);
+      }
     const uint8_t* xb = x + uint32_t(kb0) * 32u;
 #pragma unroll
     for (int n = 0; n < C::kXPer; ++n) {
@@ -360,7 +394,7 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
       for (int m = 0; m < C::MT; ++m) wgmma_e4m3<NCOLS, C::NG>(acc[m], a[b][m], desc0 + uint64_t(u * 256 / 16));
       moe_wg8::wg_commit();
       if constexpr (C::PF && u + 1 < C::KS) read_words(u + 1);
-      if (has_next) load_part(u_tag, next_slot, next_kb);
+      if (O::kNoBranch || has_next) load_part(u_tag, next_slot, next_kb);
       moe_wg8::wg_wait<C::NB - 1>();
     };
     [&]<int... U>(std::integer_sequence<int, U...>) {
@@ -401,7 +435,7 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
         }
     }
     const int next = ks + C::STAGES - 1;
-    body(slot, next % C::STAGES, next * C::KS, next < nk);
+    body(slot, next % C::STAGES, (O::kClampNext ? (next < nk ? next : nk - 1) : next) * C::KS, next < nk);
     cp_commit();
   }
   moe_wg8::wg_wait<0>();
@@ -423,12 +457,12 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
 // The mainloop, then rref[r] / wflag[r] (block row r's reference exponent and out-of-window flag) in
 // shared memory for every row, after a barrier.
 template <class C, int NCOLS, int FORCE>
-__device__ inline void run_mainloop(const uint8_t* w, const uint8_t* wsc, const uint8_t* x, int KB, const int* rg,
+__device__ inline void run_mainloop(const uint8_t* w, const uint8_t* wsc, const uint8_t* x, int KB, int KBp, const int* rg,
                                     const uint32_t* xoff_row, uint8_t* smem, float (&acc)[C::MT][C::NG][4], int* rref,
                                     int* wflag) {
   int lo[C::MT][2];
   uint32_t chk[C::MT][2];
-  mainloop<C, NCOLS>(w, wsc, x, KB, rg, xoff_row, smem, acc, lo, chk);
+  mainloop<C, NCOLS>(w, wsc, x, KB, KBp, rg, xoff_row, smem, acc, lo, chk);
   const moe_wide16::AccIndex<C> ix;
 #pragma unroll
   for (int m = 0; m < C::MT; ++m)
@@ -580,7 +614,7 @@ __device__ __forceinline__ void gate_up_tile(const MoeArgs& a, const Ws& ws, con
   const uint8_t* wq = a.gate_up_weight_shuffled + int64_t(tile.expert) * 2 * I * (H / 2);
   const uint8_t* wsc = a.gate_up_weight_scale + int64_t(tile.expert) * 2 * I * KB;
   dispatch_cols<C>(nreal, [&](auto n_tag) {
-    run_mainloop<C, decltype(n_tag)::value, FORCE>(wq, wsc, ws.p.x8, KB, rg, xoff, smem, acc, rref, wflag);
+    run_mainloop<C, decltype(n_tag)::value, FORCE>(wq, wsc, ws.p.x8, KB, KB, rg, xoff, smem, acc, rref, wflag);
   });
   // (run_mainloop ends with a barrier: the pipeline buffers become the fp32 tile [BN][BM + 4])
 
@@ -709,7 +743,7 @@ __global__ __launch_bounds__(C::kThreads, 1) void down(MoeArgs a, Ws ws) {
   const uint8_t* wq = a.down_weight_shuffled + int64_t(tile.expert) * H * (I / 2);
   const uint8_t* wsc = a.down_weight_scale + int64_t(tile.expert) * H * KB;
   dispatch_cols<C>(nreal, [&](auto n_tag) {
-    run_mainloop<C, decltype(n_tag)::value, FORCE>(wq, wsc, ws.p.a8, KB, rg, xoff, smem, acc, rref, wflag);
+    run_mainloop<C, decltype(n_tag)::value, FORCE>(wq, wsc, ws.p.a8, KB, KB, rg, xoff, smem, acc, rref, wflag);
   });
 
   const moe_wide16::AccIndex<C> ix;

@@ -316,7 +316,7 @@ __global__ __launch_bounds__(C::kThreads, 1) void down(MoeArgs a, Ws2 ws2) {
   const uint8_t* wq = a.down_weight_shuffled + int64_t(tile.expert) * H * (I / 2);
   const uint8_t* wsc = a.down_weight_scale + int64_t(tile.expert) * H * KB;
   moe_fp8r::dispatch_cols<C>(nreal, [&](auto n_tag) {
-    moe_fp8r::run_mainloop<C, decltype(n_tag)::value, FORCE>(wq, wsc, ws.p.a8, KB, rg, xoff, smem, acc, rref, wflag);
+    moe_fp8r::run_mainloop<C, decltype(n_tag)::value, FORCE>(wq, wsc, ws.p.a8, KB, KB, rg, xoff, smem, acc, rref, wflag);
   });
 
   const moe_wide16::AccIndex<C> ix;

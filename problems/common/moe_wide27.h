@@ -103,229 +103,6 @@ struct Cfg {
   static_assert(BM * KS % kThreads == 0 && BN * kXChunks % kThreads == 0, "copy split");
 };
 
-#if defined(MOE_WG8_DEVICE)
-__device__ inline uint64_t policy_evict_first27() {
-  uint64_t p;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
-  return p;
-}
-__device__ inline void cp_async16_ef(void* smem_dst, const void* gmem_src, uint64_t pol) {
-  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem_src), "l"(pol)
-               : "memory");
-}
-
-#endif  // MOE_WG8_DEVICE
-
-// acc (+)= A (the BM weight rows of the 16-row groups rg[], decoded) x B (NCOLS activation rows at
-// x + xoff_row[c]) over K = 32 KB: moe_fp8r::mainloop with BN <= 64 tile rows and wgmma N = NCOLS.
-// lo[m][h]: the window's first scale byte of row g + 8 h of group m (from the first stage); chk[m][h]:
-// the largest b - lo seen (the row is exact while <= 11).
-template <class C, int NCOLS>
-__device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint8_t* x, int KB, int KBp, const int* rg,
-                                const uint32_t* xoff_row, uint8_t* smem, float (&acc)[C::MT][C::NG][4],
-                                int (&lo)[C::MT][2], uint32_t (&chk)[C::MT][2]) {
-#pragma unroll
-  for (int m = 0; m < C::MT; ++m) {
-#pragma unroll
-    for (int j = 0; j < C::NG; ++j)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[m][j][i] = 0.0f;
-    lo[m][0] = lo[m][1] = 0;
-    chk[m][0] = chk[m][1] = 0u;
-  }
-#if defined(MOE_WG8_DEVICE)
-  const int tid = threadIdx.x, lane = tid % kLanes, wm = tid / kLanes;
-  const int g = lane / 4;
-  const int nk = KBp / C::KS;  // k-blocks of this part (KB: the row's)
-  const uint32_t rg_bytes = uint32_t(KB) * 256u;
-  uint64_t pol = 0;
-  if constexpr (C::EF) pol = policy_evict_first27();
-
-  uint32_t woff[C::kWPer], xoff[C::kXPer];
-#pragma unroll
-  for (int n = 0; n < C::kWPer; ++n) {
-    const int i = tid + n * C::kThreads, r = i / (C::KS * 16), ch = i % (C::KS * 16);
-    woff[n] = uint32_t(rg[r]) * rg_bytes + uint32_t(ch) * 16u;
-  }
-  const int srow = tid % C::BM;  // the scale row this thread copies (threads tid < BM)
-  const uint32_t soff = (uint32_t(rg[srow / 16]) * 16u + uint32_t(srow % 16)) * uint32_t(KB);
-  // Activation chunk i = tid + n kThreads: row c = (i / (8 kXChunks)) 8 + i % 8, chunk ch = (i / 8) % kXChunks.
-  auto xrow_of = [&](int i) { return (i / (8 * C::kXChunks)) * 8 + i % 8; };
-  auto xch_of = [&](int i) { return (i / 8) % C::kXChunks; };
-#pragma unroll
-  for (int n = 0; n < C::kXPer; ++n) {
-    const int i = tid + n * C::kThreads;
-    xoff[n] = xoff_row[xrow_of(i)] + uint32_t(xch_of(i)) * 16u;
-  }
-
-  // Copies of a stage: W (kWPer), X (kXPer, rows < NCOLS), S (1), in KS portions (P < 0: all).
-  constexpr int kCopies = C::kWPer + C::kXPer + 1, kPortion = (kCopies + C::KS - 1) / C::KS;
-  auto load_part = [&](auto p_tag, int slot, int kb0) {
-    constexpr int P = decltype(p_tag)::value;
-    uint8_t* st = smem + slot * C::kStageBytes;
-    const uint8_t* wb = w + uint32_t(kb0) * 256u;
-#pragma unroll
-    for (int n = 0; n < C::kWPer; ++n)
-      if (P < 0 || n / kPortion == P) {
-        if constexpr (C::EF) cp_async16_ef(st + C::kW + (tid + n * C::kThreads) * 16, wb + woff[n], pol);
-        else cp_async<16>(st + C::kW + (tid + n * C::kThreads) * 16, wb + woff[n]);
-      }
-    const uint8_t* xb = x + uint32_t(kb0) * 32u;
-#pragma unroll
-    for (int n = 0; n < C::kXPer; ++n) {
-      if (P >= 0 && (C::kWPer + n) / kPortion != P) continue;
-      const int i = tid + n * C::kThreads, c = xrow_of(i);
-      if (NCOLS == C::BN || c < NCOLS)
-        cp_async<16>(st + C::kX + (c / 8) * C::kSBO + xch_of(i) * 128 + (c % 8) * 16, xb + xoff[n]);
-    }
-    if ((P < 0 || (C::kWPer + C::kXPer) / kPortion == P) && (C::BM == C::kThreads || tid < C::BM))
-      cp_async<C::KS>(st + C::kWs + srow * C::KS, wsc + kb0 + soff);
-  };
-
-  const uint32_t smem_s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  uint32_t a[C::NB][C::MT][4];
-  uint32_t c0[C::MT][2], c1[C::MT][2];
-
-  auto body = [&](int slot, int next_slot, int next_kb, bool has_next) {
-    const uint8_t* st = smem + slot * C::kStageBytes;
-    const uint64_t desc0 = moe_fp8r::smem_desc(smem_s + slot * C::kStageBytes + C::kX, C::kSBO);
-    uint32_t sw[C::MT][2][C::KS / 4];  // scale words of rows g and g + 8 of each group
-#pragma unroll
-    for (int m = 0; m < C::MT; ++m)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const uint8_t* p = st + C::kWs + ((wm * C::MT + m) * 16 + g + 8 * h) * C::KS;
-        if constexpr (C::KS == 8) {
-          const uint2 v = *reinterpret_cast<const uint2*>(p);
-          sw[m][h][0] = v.x;
-          sw[m][h][1] = v.y;
-        } else {
-          sw[m][h][0] = *reinterpret_cast<const uint32_t*>(p);
-        }
-      }
-    uint32_t wn[C::MT][2];  // PF: the weight words of the next k-block
-    auto read_words = [&](int u) {
-#pragma unroll
-      for (int m = 0; m < C::MT; ++m) {
-        const uint8_t* kb = st + C::kW + ((wm * C::MT + m) * C::KS + u) * 256;
-        wn[m][0] = *reinterpret_cast<const uint32_t*>(kb + 4 * lane);
-        wn[m][1] = *reinterpret_cast<const uint32_t*>(kb + 128 + 4 * lane);
-      }
-    };
-    if constexpr (C::PF) read_words(0);
-    auto kblock = [&](auto u_tag) {
-      constexpr int u = decltype(u_tag)::value;
-      constexpr int b = u % C::NB;
-      if constexpr (!C::PF) read_words(u);
-      uint32_t wc[C::MT][2];
-#pragma unroll
-      for (int m = 0; m < C::MT; ++m) {
-        wc[m][0] = wn[m][0];
-        wc[m][1] = wn[m][1];
-      }
-#pragma unroll
-      for (int m = 0; m < C::MT; ++m) {
-        uint32_t t0[2], t1[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const uint32_t bb = __byte_perm(sw[m][h][u / 4], 0u, 0x4440u + (u % 4));
-          t0[h] = bb * moe_fp8r::kK0 + c0[m][h];
-          t1[h] = bb * moe_fp8r::kK1 + c1[m][h];
-          chk[m][h] = max(chk[m][h], bb - uint32_t(lo[m][h]));
-        }
-        moe_fp8r::decode8(wc[m][0], t0[0], t1[0], a[b][m][0], a[b][m][2]);
-        moe_fp8r::decode8(wc[m][1], t0[1], t1[1], a[b][m][1], a[b][m][3]);
-      }
-      moe_wg8::wg_fence();
-#pragma unroll
-      for (int m = 0; m < C::MT; ++m) moe_fp8r::wgmma_e4m3<NCOLS, C::NG>(acc[m], a[b][m], desc0 + uint64_t(u * 256 / 16));
-      moe_wg8::wg_commit();
-      if constexpr (C::PF && u + 1 < C::KS) read_words(u + 1);
-      if (C::kNoBranch || has_next) load_part(u_tag, next_slot, next_kb);  // kNoBranch: past the last stage, the
-                                                                           // last stage again (into the free slot)
-      moe_wg8::wg_wait<C::NB - 1>();
-    };
-    [&]<int... U>(std::integer_sequence<int, U...>) {
-      (kblock(std::integral_constant<int, U>{}), ...);
-    }(std::make_integer_sequence<int, C::KS>{});
-  };
-
-#pragma unroll
-  for (int s = 0; s < C::STAGES - 1; ++s) {
-    if (s < nk) load_part(std::integral_constant<int, -1>{}, s, s * C::KS);
-    cp_commit();
-  }
-  for (int ks = 0; ks < nk; ++ks) {
-    cp_wait<C::STAGES - 2>();  // this thread's copies of stage ks landed
-    moe_wg8::wg_wait<0>();     // this warp's wgmma reads of stage ks - 1 are done
-    moe_wg8::proxy_fence();    // the landed copies -> visible to wgmma's shared-memory reads
-    __syncthreads();
-    const int slot = ks % C::STAGES;
-    if (ks == 0) {
-      // Each row's window from its first stage: the largest byte at d = 3, window d in [-5, 6].
-#pragma unroll
-      for (int m = 0; m < C::MT; ++m)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const uint8_t* p = smem + C::kWs + ((wm * C::MT + m) * 16 + g + 8 * h) * C::KS;
-          uint32_t q;
-          if constexpr (C::KS == 8) {
-            const uint2 v = *reinterpret_cast<const uint2*>(p);
-            q = __vmaxu4(v.x, v.y);
-          } else {
-            q = *reinterpret_cast<const uint32_t*>(p);
-          }
-          q = __vmaxu4(q, q >> 16);
-          q = __vmaxu4(q, q >> 8);
-          lo[m][h] = int(q & 0xFFu) - 8;
-          c0[m][h] = moe_fp8r::kT0 - uint32_t(lo[m][h] + 5) * moe_fp8r::kK0;
-          c1[m][h] = moe_fp8r::kT1 - uint32_t(lo[m][h] + 5) * moe_fp8r::kK1;
-        }
-    }
-    const int next = ks + C::STAGES - 1;
-    body(slot, next % C::STAGES, (next < nk ? next : nk - 1) * C::KS, next < nk);
-    cp_commit();
-  }
-  moe_wg8::wg_wait<0>();
-#pragma unroll
-  for (int m = 0; m < C::MT; ++m)
-#pragma unroll
-    for (int j = 0; j < C::NG; ++j)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) moe_wg8::reg_fence(acc[m][j][i]);
-  cp_wait<0>();
-#else
-  (void)w, (void)wsc, (void)x, (void)KB, (void)rg, (void)xoff_row, (void)smem;
-#if defined(__CUDA_ARCH__)
-  __trap();  // built without sm_90a features: never dispatched to (needs sm_90a)
-#endif
-#endif
-}
-
-// The mainloop, then rref[r] / wflag[r] (block row r's reference exponent and out-of-window flag) in
-// shared memory for every row, after a barrier (moe_fp8r::run_mainloop).
-template <class C, int NCOLS, int FORCE>
-__device__ inline void run_mainloop(const uint8_t* w, const uint8_t* wsc, const uint8_t* x, int KB, int KBp, const int* rg,
-                                    const uint32_t* xoff_row, uint8_t* smem, float (&acc)[C::MT][C::NG][4], int* rref,
-                                    int* wflag) {
-  int lo[C::MT][2];
-  uint32_t chk[C::MT][2];
-  mainloop<C, NCOLS>(w, wsc, x, KB, KBp, rg, xoff_row, smem, acc, lo, chk);
-  const moe_wide16::AccIndex<C> ix;
-#pragma unroll
-  for (int m = 0; m < C::MT; ++m)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = ix.row(m, 2 * h);
-      if (threadIdx.x % 4 == 0) {
-        rref[r] = lo[m][h] + 5 - 127;
-        wflag[r] = chk[m][h] > 11u || (FORCE && r % 97 == 11);
-      }
-    }
-  __syncthreads();
-}
-
 // Runs f(integral_constant<N>) with the tile's wgmma N for `rows` real rows: BN / 2, 3 BN / 4 or BN
 // (BN 32: 16 / 24 / 32; BN 64: 32 / 48 / 64).
 template <class C, class F>
@@ -471,7 +248,7 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void gate_up(MoeArgs a,
   bool done = false;
   dispatch_cols<C>(nreal, [&](auto n_tag) {
     constexpr int NC = decltype(n_tag)::value;
-    run_mainloop<C, NC, FORCE>(wq, wsc, ws.p.x8 + z * KBp * 32, KB, KBp, rg, xoff, smem, acc, rref, wflag);
+    moe_fp8r::run_mainloop<C, NC, FORCE>(wq, wsc, ws.p.x8 + z * KBp * 32, KB, KBp, rg, xoff, smem, acc, rref, wflag);
     if constexpr (S > 1) {
       const moe_wide16::AccIndex<C> ixs;
 #pragma unroll
@@ -668,7 +445,7 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void down(MoeArgs a, Ws
   const uint8_t* wq = a.down_weight_shuffled + int64_t(tile.expert) * H * (I / 2);
   const uint8_t* wsc = a.down_weight_scale + int64_t(tile.expert) * H * KB;
   dispatch_cols<C>(nreal, [&](auto n_tag) {
-    run_mainloop<C, decltype(n_tag)::value, FORCE>(wq, wsc, ws.p.a8, KB, KB, rg, xoff, smem, acc, rref, wflag);
+    moe_fp8r::run_mainloop<C, decltype(n_tag)::value, FORCE>(wq, wsc, ws.p.a8, KB, KB, rg, xoff, smem, acc, rref, wflag);
   });
 
   const moe_wide16::AccIndex<C> ix;
@@ -736,7 +513,7 @@ __device__ inline void down_run(const MoeArgs& a, const Ws& ws, const Tile& tile
   uint8_t* act = smem + L::kPipeBytes;
   const uint32_t sbo = uint32_t(I) * 8u;  // bytes between 8-row core-matrix groups of act
   uint64_t pol = 0;
-  if constexpr (C::EF) pol = policy_evict_first27();
+  if constexpr (C::EF) pol = moe_fp8r::policy_evict_first();
 
   uint32_t woff[C::kWPer];
 #pragma unroll
@@ -751,7 +528,7 @@ __device__ inline void down_run(const MoeArgs& a, const Ws& ws, const Tile& tile
     const uint8_t* wb = w + uint32_t(sl) * slice_w + uint32_t(q * C::KS) * 256u;
 #pragma unroll
     for (int n = 0; n < C::kWPer; ++n) {
-      if constexpr (C::EF) cp_async16_ef(st + C::kW + (tid + n * C::kThreads) * 16, wb + woff[n], pol);
+      if constexpr (C::EF) moe_fp8r::cp_async16_ef(st + C::kW + (tid + n * C::kThreads) * 16, wb + woff[n], pol);
       else cp_async<16>(st + C::kW + (tid + n * C::kThreads) * 16, wb + woff[n]);
     }
     if (C::BM == C::kThreads || tid < C::BM)
