@@ -586,6 +586,50 @@ constexpr int gate_up_smem() {
   return C::kPipeBytes > C::BN * (C::BM + 4) * 4 ? C::kPipeBytes : C::BN * (C::BM + 4) * 4;
 }
 
+// SwiGLU, bf16 rounding and requantization of the fp32 tile [BN][BM + 4] (kHalf gate columns, then kHalf up) into
+// e4m3 a: 8 consecutive columns a thread (a quarter of a 32-value block: the block's amax over the 4 lanes of its
+// quarters), two 4-byte stores in position order; blocks outside the e4m3 window flagged for the exact fix-up.
+template <class C, int FORCE>
+__device__ __forceinline__ void swiglu_requant(const float* tile_f, const int* tok, int row0, int n0, int I, const Ws& ws) {
+  constexpr int kHalf = C::BM / 2, kStride = C::BM + 4;
+  constexpr int kQuarters = kHalf / 8, kItems = C::BN * kQuarters;
+  for (int it = threadIdx.x; it < kItems; it += C::kThreads) {
+    const int c = it / kQuarters, nq = (it % kQuarters) * 8;  // nq: first column (of kHalf)
+    const float* gp = tile_f + c * kStride + nq;
+    const float4 g0 = *reinterpret_cast<const float4*>(gp), g1 = *reinterpret_cast<const float4*>(gp + 4);
+    const float4 u0 = *reinterpret_cast<const float4*>(gp + kHalf), u1 = *reinterpret_cast<const float4*>(gp + kHalf + 4);
+    const float gv[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
+    const float uv[8] = {u0.x, u0.y, u0.z, u0.w, u1.x, u1.y, u1.z, u1.w};
+    float xv[8], amax = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const float silu = gv[k] / (1.0f + expf(-gv[k]));
+      xv[k] = numerics::bf16_to_f32(numerics::f32_to_bf16(silu * uv[k]));
+      amax = fmaxf(amax, mxfp4::abs_for_amax(xv[k]));
+    }
+    amax = fmaxf(amax, __shfl_xor(amax, 1));
+    amax = fmaxf(amax, __shfl_xor(amax, 2));
+    const int s = numerics::mxfp4_dynamic_scale_exp(amax);
+    uint32_t q = 0;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) q |= mxfp4::quantize_dynamic_code(xv[k], s) << (4 * k);
+    int nz = (q & 0x77777777u) != 0u;
+    nz |= __shfl_xor(nz, 1);
+    nz |= __shfl_xor(nz, 2);
+    if (tok[c] < 0) continue;  // padding rows: never read back
+    const int64_t row = row0 + c;
+    const bool flag = (nz && (s < -8 || s > 6)) || (FORCE && row % 41 == 3);
+    const int d = (flag || s < -8 || s > 6) ? 0 : s;
+    uint8_t* dst = ws.p.a8 + row * I + n0 + (nq & ~31) + 4 * ((nq / 8) % 4);
+    *reinterpret_cast<uint32_t*>(dst) = e4m3x4_of(q, d);
+    *reinterpret_cast<uint32_t*>(dst + 16) = e4m3x4_of(q >> 16, d);
+    if (nq % 32 == 0) {
+      ws.p.as[row * (I / 32) + (n0 + nq) / 32] = uint8_t(s + 127);
+      if (flag) ws.aflag[row] = 1;
+    }
+  }
+}
+
 // The gate_up kernel's work once its tile is known (shared with moe_fp8r2::gate_up): the tile's rows and weight
 // row groups, the mainloop into fp32, the exact fix-up of flagged (row, column) pairs, then SwiGLU, bf16 rounding
 // and requantization into e4m3 values + e8m0 scales. col() gives the block's column block; the shared arrays are
@@ -654,44 +698,7 @@ __device__ __forceinline__ void gate_up_tile(const MoeArgs& a, const Ws& ws, con
     __syncthreads();
   }
 
-  // SwiGLU, bf16 rounding and requantization: 8 consecutive columns a thread (a quarter of a 32-value
-  // block: the block's amax over the 4 lanes of its quarters), two 4-byte stores in position order.
-  constexpr int kQuarters = kHalf / 8, kItems = C::BN * kQuarters;
-  for (int it = threadIdx.x; it < kItems; it += C::kThreads) {
-    const int c = it / kQuarters, nq = (it % kQuarters) * 8;  // nq: first column (of kHalf)
-    const float* gp = tile_f + c * kStride + nq;
-    const float4 g0 = *reinterpret_cast<const float4*>(gp), g1 = *reinterpret_cast<const float4*>(gp + 4);
-    const float4 u0 = *reinterpret_cast<const float4*>(gp + kHalf), u1 = *reinterpret_cast<const float4*>(gp + kHalf + 4);
-    const float gv[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
-    const float uv[8] = {u0.x, u0.y, u0.z, u0.w, u1.x, u1.y, u1.z, u1.w};
-    float xv[8], amax = 0.0f;
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      const float silu = gv[k] / (1.0f + expf(-gv[k]));
-      xv[k] = numerics::bf16_to_f32(numerics::f32_to_bf16(silu * uv[k]));
-      amax = fmaxf(amax, mxfp4::abs_for_amax(xv[k]));
-    }
-    amax = fmaxf(amax, __shfl_xor(amax, 1));
-    amax = fmaxf(amax, __shfl_xor(amax, 2));
-    const int s = numerics::mxfp4_dynamic_scale_exp(amax);
-    uint32_t q = 0;
-#pragma unroll
-    for (int k = 0; k < 8; ++k) q |= mxfp4::quantize_dynamic_code(xv[k], s) << (4 * k);
-    int nz = (q & 0x77777777u) != 0u;
-    nz |= __shfl_xor(nz, 1);
-    nz |= __shfl_xor(nz, 2);
-    if (tok[c] < 0) continue;  // padding rows: never read back
-    const int64_t row = tile.row0 + c;
-    const bool flag = (nz && (s < -8 || s > 6)) || (FORCE && row % 41 == 3);
-    const int d = (flag || s < -8 || s > 6) ? 0 : s;
-    uint8_t* dst = ws.p.a8 + row * I + n0 + (nq & ~31) + 4 * ((nq / 8) % 4);
-    *reinterpret_cast<uint32_t*>(dst) = e4m3x4_of(q, d);
-    *reinterpret_cast<uint32_t*>(dst + 16) = e4m3x4_of(q >> 16, d);
-    if (nq % 32 == 0) {
-      ws.p.as[row * (I / 32) + (n0 + nq) / 32] = uint8_t(s + 127);
-      if (flag) ws.aflag[row] = 1;
-    }
-  }
+  swiglu_requant<C, FORCE>(tile_f, tok, tile.row0, n0, I, ws);
 }
 
 // Stage 1. grid (tiles_max, I / (BM / 2)): BM/2 gate + BM/2 up rows x 128 sorted rows, SwiGLU, bf16

@@ -368,46 +368,8 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void gate_up(MoeArgs a,
       reinterpret_cast<uint16_t*>(ws.p.a8)[row * I + col] = uint16_t(bits);
     }
   } else {
-    // moe_fp8r's epilogue: 8 consecutive columns a thread (a quarter of a 32-value block: the block's
-    // amax over the 4 lanes of its quarters), two 4-byte stores in position order.
-    constexpr int kQuarters = kHalf / 8, kItems = C::BN * kQuarters;
-    static_assert(kItems % C::kThreads == 0, "whole passes");
-    for (int it = threadIdx.x; it < kItems; it += C::kThreads) {
-      const int c = it / kQuarters, nq = (it % kQuarters) * 8;  // nq: first column (of kHalf)
-      const float* gp = tile_f + c * kStride + nq;
-      const float4 g0 = *reinterpret_cast<const float4*>(gp), g1 = *reinterpret_cast<const float4*>(gp + 4);
-      const float4 u0 = *reinterpret_cast<const float4*>(gp + kHalf),
-                   u1 = *reinterpret_cast<const float4*>(gp + kHalf + 4);
-      const float gv[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
-      const float uv[8] = {u0.x, u0.y, u0.z, u0.w, u1.x, u1.y, u1.z, u1.w};
-      float xv[8], amax = 0.0f;
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const float silu = gv[k] / (1.0f + expf(-gv[k]));
-        xv[k] = numerics::bf16_to_f32(numerics::f32_to_bf16(silu * uv[k]));
-        amax = fmaxf(amax, mxfp4::abs_for_amax(xv[k]));
-      }
-      amax = fmaxf(amax, __shfl_xor(amax, 1));
-      amax = fmaxf(amax, __shfl_xor(amax, 2));
-      const int s = numerics::mxfp4_dynamic_scale_exp(amax);
-      uint32_t q = 0;
-#pragma unroll
-      for (int k = 0; k < 8; ++k) q |= mxfp4::quantize_dynamic_code(xv[k], s) << (4 * k);
-      int nz = (q & 0x77777777u) != 0u;
-      nz |= __shfl_xor(nz, 1);
-      nz |= __shfl_xor(nz, 2);
-      if (tok[c] < 0) continue;  // padding rows: never read back
-      const int64_t row = tile.row0 + c;
-      const bool flag = (nz && (s < -8 || s > 6)) || (FORCE && row % 41 == 3);
-      const int d = (flag || s < -8 || s > 6) ? 0 : s;
-      uint8_t* dst = ws.p.a8 + row * I + n0 + (nq & ~31) + 4 * ((nq / 8) % 4);
-      *reinterpret_cast<uint32_t*>(dst) = moe_fp8r::e4m3x4_of(q, d);
-      *reinterpret_cast<uint32_t*>(dst + 16) = moe_fp8r::e4m3x4_of(q >> 16, d);
-      if (nq % 32 == 0) {
-        ws.p.as[row * (I / 32) + (n0 + nq) / 32] = uint8_t(s + 127);
-        if (flag) ws.aflag[row] = 1;
-      }
-    }
+    static_assert(C::BN * (C::BM / 16) % C::kThreads == 0, "whole passes");
+    moe_fp8r::swiglu_requant<C, FORCE>(tile_f, tok, tile.row0, n0, I, ws);  // moe_fp8r's epilogue
   }
 }
 
