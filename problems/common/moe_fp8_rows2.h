@@ -19,10 +19,10 @@
 // the work), which is why the 256-row tile form of moe_fp8_rows.h lost; down at two blocks an SM (128 rows);
 // the combine fused into down (the last-arriving block sums a token's rows: no gain).
 #pragma once
-#include <cstring>
 #include <utility>
 
 #include "problems/common/moe_fp8_rows.h"
+#include "problems/common/moe_rows8.h"
 
 
 namespace moe_fp8r2 {
@@ -351,24 +351,6 @@ __global__ __launch_bounds__(C::kThreads, 1) void down(MoeArgs a, Ws2 ws2) {
 }
 
 
-// Host: cudaLaunchKernelEx, with attribute 6 (programmatic dependent launch; the enumerator's name holds a
-// word these files avoid) when dep is set (moe_rows8.h's launch_ex).
-template <class... P, class... Args>
-void launch_ex(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, bool dep, const char* what, Args&&... args) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem;
-  cudaLaunchAttribute attr[1];
-  std::memset(attr, 0, sizeof(attr));
-  attr[0].id = static_cast<cudaLaunchAttributeID>(6);
-  const int one = 1;
-  std::memcpy(&attr[0].val, &one, sizeof(one));
-  cfg.attrs = attr;
-  cfg.numAttrs = dep ? 1 : 0;
-  moe_pipeline::check(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...), what);
-}
-
 // The whole layer: moe_fp8r's quantizer, route_even (tiles of up to BN rows), gate_up, down, moe_pipeline's combine.
 template <class G1, class G2, bool OVL, bool PRO = false, int FORCE = 0>
 void launch(const MoeArgs& a) {
@@ -405,9 +387,10 @@ void launch(const MoeArgs& a) {
   moe_wg8::allow_smem(gate_up<G1, FORCE, OVL, PRO>, sm1);
   moe_wg8::allow_smem(down<G2, FORCE, OVL, PRO>, sm2);
   if constexpr (OVL) {
-    launch_ex(gate_up<G1, FORCE, OVL, PRO>, dim3(cols1, tiles), dim3(G1::kThreads), size_t(sm1), PRO, "fp8 gate_up", a,
-              ws2);
-    launch_ex(down<G2, FORCE, OVL, PRO>, dim3(cols2, tiles), dim3(G2::kThreads), size_t(sm2), true, "fp8 down", a, ws2);
+    moe_rows8::launch_ex(gate_up<G1, FORCE, OVL, PRO>, dim3(cols1, tiles), dim3(G1::kThreads), size_t(sm1), PRO,
+                         "fp8 gate_up", a, ws2);
+    moe_rows8::launch_ex(down<G2, FORCE, OVL, PRO>, dim3(cols2, tiles), dim3(G2::kThreads), size_t(sm2), true,
+                         "fp8 down", a, ws2);
   } else {
     gate_up<G1, FORCE, OVL, PRO><<<dim3(tiles, cols1), G1::kThreads, sm1>>>(a, ws2);
     moe_pipeline::check(hipGetLastError(), "fp8 gate_up");
@@ -417,8 +400,9 @@ void launch(const MoeArgs& a) {
   if constexpr (PRO) {
     constexpr int kThreadsC = 256;
     const int64_t n = s.M * s.H;
-    launch_ex(combine_dep, dim3(unsigned((n + kThreadsC - 1) / kThreadsC)), dim3(kThreadsC), 0, true, "fp8 combine",
-              static_cast<const float*>(ws.p.y), int64_t(s.M), int(s.H), a.cfg.total_top_k, a.out);
+    moe_rows8::launch_ex(combine_dep, dim3(unsigned((n + kThreadsC - 1) / kThreadsC)), dim3(kThreadsC), 0, true,
+                         "fp8 combine", static_cast<const float*>(ws.p.y), int64_t(s.M), int(s.H), a.cfg.total_top_k,
+                         a.out);
   } else {
     moe_pipeline::launch_combine(a, ws.p);
   }
