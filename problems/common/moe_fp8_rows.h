@@ -497,6 +497,26 @@ __device__ inline float exact_dot(const uint8_t* wrow, const uint8_t* srow, cons
   return sum;
 }
 
+// exact_dot with the activation rows read through L2 (moe_fp8r2's down reads rows that gate_up blocks of
+// the same, overlapping grid pair wrote).
+__device__ inline float exact_dot_cg(const uint8_t* wrow, const uint8_t* srow, const uint8_t* xrow, const uint8_t* xsrow,
+                                     bool flag, int ref, int KB) {
+  const int lane = threadIdx.x % kLanes;
+  float sum = 0.0f;
+  for (int kb = lane; kb < KB; kb += kLanes) {
+    float part = 0.0f;
+    for (int k = 0; k < 32; ++k) {
+      const float wv = mxfp4::e2m1_value(uint32_t(wrow[kb * 16 + k / 2]) >> (4 * (k & 1)));
+      const float xv = mxfp4::e4m3_small_value(__ldcg(xrow + kb * 32 + position(k)));
+      part = fmaf(wv, xv, part);
+    }
+    sum += part * mxfp4::e8m0_value(srow[kb]) * numerics::exp2_f32(flag ? int(__ldcg(xsrow + kb)) - 127 : ref);
+  }
+#pragma unroll
+  for (int o = kLanes / 2; o > 0; o >>= 1) sum += __shfl_xor(sum, o);
+  return sum;
+}
+
 // The hidden states: one block (256 threads) a token, 8 values a thread and step.
 template <int FORCE>
 __global__ __launch_bounds__(256) void quantize_hidden(const uint16_t* hidden, int H, uint8_t* x8, uint8_t* xs,
@@ -718,21 +738,15 @@ __global__ __launch_bounds__(C::kThreads, 1) void gate_up(MoeArgs a, Ws ws) {
   gate_up_tile<C, FORCE>(a, ws, tile, [] { return int(blockIdx.y); }, smem, rg, xoff, colmul, tok, xflag, wflag, rref);
 }
 
-// Stage 2. grid (tiles_max, H / BM): y[pair, n] = weight * (a W_down^T).
-template <class C, int FORCE>
-__global__ __launch_bounds__(C::kThreads, 1) void down(MoeArgs a, Ws ws) {
-  extern __shared__ __align__(128) uint8_t smem[];
-  __shared__ int rg[C::BM / 16];
-  __shared__ uint32_t xoff[C::BN];
-  __shared__ int pair[C::BN];
-  __shared__ float weight[C::BN];
-  __shared__ int aflg[C::BN];
-  __shared__ int wflag[C::BM];
-  __shared__ int rref[C::BM];
-  if (int(blockIdx.x) >= *ws.p.n_tiles) return;
-  const TileR tile = tile_of<C>(ws);
+// The down kernel's work once its tile is known (shared with moe_fp8r2::down): the tile's pairs and weights, the
+// mainloop into fp32, the weighted rows into y, the exact fix-up of flagged (row, column) pairs. col() gives the
+// block's column block; CGF / CGD: the row flags / the fix-up's activation rows read through L2.
+template <class C, int FORCE, bool CGF, bool CGD, class TileT, class ColF>
+__device__ __forceinline__ void down_tile(const MoeArgs& a, const Ws& ws, const TileT& tile, ColF col, uint8_t* smem,
+                                          int* rg, uint32_t* xoff, int* pair, float* weight, int* aflg, int* wflag,
+                                          int* rref) {
   const int H = a.cfg.d_hidden, I = a.cfg.d_expert, KB = I / 32;
-  const int n0 = blockIdx.y * C::BM;
+  const int n0 = col() * C::BM;
   for (int i = threadIdx.x; i < C::BM / 16; i += C::kThreads) rg[i] = n0 / 16 + i;
   bool real = false;
   if (threadIdx.x < C::BN) {
@@ -742,7 +756,7 @@ __global__ __launch_bounds__(C::kThreads, 1) void down(MoeArgs a, Ws ws) {
     xoff[c] = uint32_t(row) * uint32_t(I);
     pair[c] = p;
     weight[c] = p >= 0 ? a.topk_weights[p] : 0.0f;
-    aflg[c] = p >= 0 && ws.aflag[row];
+    aflg[c] = p >= 0 && (CGF ? __ldcg(ws.aflag + row) : ws.aflag[row]);
     real = p >= 0;
   }
   const int nreal = __syncthreads_count(real);
@@ -777,11 +791,30 @@ __global__ __launch_bounds__(C::kThreads, 1) void down(MoeArgs a, Ws ws) {
       if (pair[c] < 0 || !(wflag[r] || aflg[c])) continue;
       const int64_t n = int64_t(tile.expert) * H + n0 + r;
       const int64_t row = tile.row0 + c;
-      const float v = exact_dot(a.down_weight + n * (I / 2), a.down_weight_scale + n * KB, ws.p.a8 + row * I,
-                                ws.p.as + row * KB, aflg[c] != 0, 0, KB);
+      const uint8_t* wrow = a.down_weight + n * (I / 2);
+      const uint8_t* srow = a.down_weight_scale + n * KB;
+      const float v = CGD ? exact_dot_cg(wrow, srow, ws.p.a8 + row * I, ws.p.as + row * KB, aflg[c] != 0, 0, KB)
+                          : exact_dot(wrow, srow, ws.p.a8 + row * I, ws.p.as + row * KB, aflg[c] != 0, 0, KB);
       if (threadIdx.x % kLanes == 0) ws.p.y[int64_t(pair[c]) * H + n0 + r] = weight[c] * v;
     }
   }
+}
+
+// Stage 2. grid (tiles_max, H / BM): y[pair, n] = weight * (a W_down^T).
+template <class C, int FORCE>
+__global__ __launch_bounds__(C::kThreads, 1) void down(MoeArgs a, Ws ws) {
+  extern __shared__ __align__(128) uint8_t smem[];
+  __shared__ int rg[C::BM / 16];
+  __shared__ uint32_t xoff[C::BN];
+  __shared__ int pair[C::BN];
+  __shared__ float weight[C::BN];
+  __shared__ int aflg[C::BN];
+  __shared__ int wflag[C::BM];
+  __shared__ int rref[C::BM];
+  if (int(blockIdx.x) >= *ws.p.n_tiles) return;
+  const TileR tile = tile_of<C>(ws);
+  down_tile<C, FORCE, false, false>(a, ws, tile, [] { return blockIdx.y; }, smem, rg, xoff, pair, weight, aflg,
+                                    wflag, rref);
 }
 
 inline bool supports(const MoeConfig& c) {

@@ -226,26 +226,6 @@ __device__ inline int tile_index() { return OVL ? int(blockIdx.y) : int(blockIdx
 template <bool OVL>
 __device__ inline int col_index() { return OVL ? int(blockIdx.x) : int(blockIdx.y); }
 
-// moe_fp8r::exact_dot with the activation rows read through L2 (down reads rows that gate_up blocks of
-// the same, overlapping grid pair wrote).
-__device__ inline float exact_dot_cg(const uint8_t* wrow, const uint8_t* srow, const uint8_t* xrow, const uint8_t* xsrow,
-                                     bool flag, int ref, int KB) {
-  const int lane = threadIdx.x % kLanes;
-  float sum = 0.0f;
-  for (int kb = lane; kb < KB; kb += kLanes) {
-    float part = 0.0f;
-    for (int k = 0; k < 32; ++k) {
-      const float wv = mxfp4::e2m1_value(uint32_t(wrow[kb * 16 + k / 2]) >> (4 * (k & 1)));
-      const float xv = mxfp4::e4m3_small_value(__ldcg(xrow + kb * 32 + moe_fp8r::position(k)));
-      part = fmaf(wv, xv, part);
-    }
-    sum += part * mxfp4::e8m0_value(srow[kb]) * numerics::exp2_f32(flag ? int(__ldcg(xsrow + kb)) - 127 : ref);
-  }
-#pragma unroll
-  for (int o = kLanes / 2; o > 0; o >>= 1) sum += __shfl_xor(sum, o);
-  return sum;
-}
-
 // Stage 1. grid (tiles_max, I / (BM / 2)): BM/2 gate + BM/2 up rows x BN sorted rows, SwiGLU, bf16
 // rounding, dynamic MXFP4 requantization into e4m3 a (position order, reference 0).
 template <class C, int FORCE, bool OVL, bool PRO>
@@ -297,57 +277,8 @@ __global__ __launch_bounds__(C::kThreads, 1) void down(MoeArgs a, Ws2 ws2) {
     }
     __syncthreads();
   }
-  const int H = a.cfg.d_hidden, I = a.cfg.d_expert, KB = I / 32;
-  const int n0 = col_index<OVL>() * C::BM;
-  for (int i = threadIdx.x; i < C::BM / 16; i += C::kThreads) rg[i] = n0 / 16 + i;
-  bool real = false;
-  if (threadIdx.x < C::BN) {
-    const int c = threadIdx.x;
-    const int row = tile.row0 + (c < tile.rows ? c : 0);  // rows past the tile's: its first row (not stored)
-    const int p = c < tile.rows ? ws.p.sorted_pair[row] : -1;
-    xoff[c] = uint32_t(row) * uint32_t(I);
-    pair[c] = p;
-    weight[c] = p >= 0 ? a.topk_weights[p] : 0.0f;
-    aflg[c] = p >= 0 && (OVL ? __ldcg(ws.aflag + row) : ws.aflag[row]);
-    real = p >= 0;
-  }
-  const int nreal = __syncthreads_count(real);
-  float acc[C::MT][C::NG][4];
-  const uint8_t* wq = a.down_weight_shuffled + int64_t(tile.expert) * H * (I / 2);
-  const uint8_t* wsc = a.down_weight_scale + int64_t(tile.expert) * H * KB;
-  moe_fp8r::dispatch_cols<C>(nreal, [&](auto n_tag) {
-    moe_fp8r::run_mainloop<C, decltype(n_tag)::value, FORCE>(wq, wsc, ws.p.a8, KB, KB, rg, xoff, smem, acc, rref, wflag);
-  });
-
-  const moe_wide16::AccIndex<C> ix;
-  bool mine = false;
-#pragma unroll
-  for (int m = 0; m < C::MT; ++m)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = ix.row(m, 2 * h);
-      const float rowmul = numerics::exp2_f32(rref[r]);
-      mine |= wflag[r] != 0;
-#pragma unroll
-      for (int j = 0; j < C::NG; ++j) {
-        acc[m][j][2 * h] *= rowmul;
-        acc[m][j][2 * h + 1] *= rowmul;
-      }
-    }
-  moe_tiled::store_weighted_rows<C>(ix, acc, pair, weight, ws.p.y, H, n0);
-  if (threadIdx.x < C::BN) mine |= aflg[threadIdx.x] != 0;
-  if (__syncthreads_or(mine)) {
-    const int warp = threadIdx.x / kLanes;
-    for (int idx = warp; idx < C::BN * C::BM; idx += C::kThreads / kLanes) {
-      const int c = idx / C::BM, r = idx % C::BM;
-      if (pair[c] < 0 || !(wflag[r] || aflg[c])) continue;
-      const int64_t n = int64_t(tile.expert) * H + n0 + r;
-      const int64_t row = tile.row0 + c;
-      const float v = exact_dot_cg(a.down_weight + n * (I / 2), a.down_weight_scale + n * KB, ws.p.a8 + row * I,
-                                ws.p.as + row * KB, aflg[c] != 0, 0, KB);
-      if (threadIdx.x % kLanes == 0) ws.p.y[int64_t(pair[c]) * H + n0 + r] = weight[c] * v;
-    }
-  }
+  moe_fp8r::down_tile<C, FORCE, OVL, true>(a, ws, tile, [] { return col_index<OVL>(); }, smem, rg, xoff, pair, weight,
+                                          aflg, wflag, rref);
 }
 
 
