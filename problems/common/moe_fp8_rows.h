@@ -517,24 +517,20 @@ __device__ inline float exact_dot_cg(const uint8_t* wrow, const uint8_t* srow, c
   return sum;
 }
 
-// The hidden states: one block (256 threads) a token, 8 values a thread and step.
-template <int FORCE>
-__global__ __launch_bounds__(256) void quantize_hidden(const uint16_t* hidden, int H, uint8_t* x8, uint8_t* xs,
-                                                       int32_t* xr, int32_t* aflag, int rows_max) {
-  constexpr int kThreadsQ = 256, kMaxJ = 4;
-  __shared__ int red[2][kThreadsQ / 32];
-  const int t = blockIdx.x, tid = threadIdx.x, n8 = H / 8;
-  for (int i = blockIdx.x * kThreadsQ + tid; i < rows_max; i += gridDim.x * kThreadsQ) aflag[i] = 0;
-  const uint16_t* hrow = hidden + int64_t(t) * H;
-  uint32_t cw[kMaxJ];
-  int s[kMaxJ];
-  int mx = -100000, mn = 100000;
+// One token's hidden row, 8 values a thread and step over QT threads (tid: the thread's index among them): up to
+// kMaxJ groups of e2m1 codes (cw) with their dynamic block scale exponents (s), and the thread's largest / smallest
+// exponent over its nonzero blocks (mx / mn, -100000 / 100000 where none). Shared by every fp8 path's quantizer.
+template <int QT, int kMaxJ>
+__device__ __forceinline__ void token_codes(const uint16_t* hrow, int tid, int n8, uint32_t (&cw)[kMaxJ], int (&s)[kMaxJ],
+                                            int& mx, int& mn) {
+  mx = -100000;
+  mn = 100000;
 #pragma unroll
   for (int j = 0; j < kMaxJ; ++j) {
     cw[j] = 0u;
     s[j] = 0;
-    if (j * kThreadsQ >= n8) continue;  // uniform
-    const int i = tid + j * kThreadsQ;
+    if (j * QT >= n8) continue;  // uniform
+    const int i = tid + j * QT;
     float v[8];
     s[j] = moe_tiled::hidden8_block_scale(hrow, i, n8, v);
 #pragma unroll
@@ -547,27 +543,16 @@ __global__ __launch_bounds__(256) void quantize_hidden(const uint16_t* hidden, i
       mn = min(mn, s[j]);
     }
   }
-  for (int o = 16; o > 0; o >>= 1) {
-    mx = max(mx, __shfl_xor(mx, o));
-    mn = min(mn, __shfl_xor(mn, o));
-  }
-  if (tid % 32 == 0) {
-    red[0][tid / 32] = mx;
-    red[1][tid / 32] = mn;
-  }
-  __syncthreads();
-  mx = red[0][0];
-  mn = red[1][0];
-  for (int w = 1; w < kThreadsQ / 32; ++w) {
-    mx = max(mx, red[0][w]);
-    mn = min(mn, red[1][w]);
-  }
-  const bool any = mx > -100000;
-  const bool flag = (any && mx - mn > 14) || (FORCE && t % 37 == 5);
-  const int R = any ? mx - 6 : 0;
+}
+
+// Token t's e4m3 values (exponent R below each block's, or the block's own where flag) in position order, and its
+// scale bytes.
+template <int QT, int kMaxJ>
+__device__ __forceinline__ void token_store(const uint32_t (&cw)[kMaxJ], const int (&s)[kMaxJ], int tid, int n8, bool flag,
+                                            int R, uint8_t* x8, uint8_t* xs, int t, int H) {
 #pragma unroll
   for (int j = 0; j < kMaxJ; ++j) {
-    const int i = tid + j * kThreadsQ;
+    const int i = tid + j * QT;
     if (i >= n8) continue;
     const int d = flag ? 0 : s[j] - R;
     const uint32_t lo = e4m3x4_of(cw[j], d), hi = e4m3x4_of(cw[j] >> 16, d);
@@ -577,6 +562,40 @@ __global__ __launch_bounds__(256) void quantize_hidden(const uint16_t* hidden, i
     *reinterpret_cast<uint32_t*>(blk + 16 + 4 * q) = hi;
     if (q == 0) xs[int64_t(t) * (H / 32) + i / 4] = uint8_t(s[j] + 127);
   }
+}
+
+// The hidden states: one block (256 threads) a token, 8 values a thread and step.
+template <int FORCE>
+__global__ __launch_bounds__(256) void quantize_hidden(const uint16_t* hidden, int H, uint8_t* x8, uint8_t* xs,
+                                                       int32_t* xr, int32_t* aflag, int rows_max) {
+  constexpr int kThreadsQ = 256, kMaxJ = 4;
+  __shared__ int red[2][kThreadsQ / kLanes];
+  const int t = blockIdx.x, tid = threadIdx.x, n8 = H / 8;
+  for (int i = blockIdx.x * kThreadsQ + tid; i < rows_max; i += gridDim.x * kThreadsQ) aflag[i] = 0;
+  const uint16_t* hrow = hidden + int64_t(t) * H;
+  uint32_t cw[kMaxJ];
+  int s[kMaxJ];
+  int mx, mn;
+  token_codes<kThreadsQ>(hrow, tid, n8, cw, s, mx, mn);
+  for (int o = kLanes / 2; o > 0; o >>= 1) {
+    mx = max(mx, __shfl_xor(mx, o));
+    mn = min(mn, __shfl_xor(mn, o));
+  }
+  if (tid % kLanes == 0) {
+    red[0][tid / kLanes] = mx;
+    red[1][tid / kLanes] = mn;
+  }
+  __syncthreads();
+  mx = red[0][0];
+  mn = red[1][0];
+  for (int w = 1; w < kThreadsQ / kLanes; ++w) {
+    mx = max(mx, red[0][w]);
+    mn = min(mn, red[1][w]);
+  }
+  const bool any = mx > -100000;
+  const bool flag = (any && mx - mn > 14) || (FORCE && t % 37 == 5);
+  const int R = any ? mx - 6 : 0;
+  token_store<kThreadsQ>(cw, s, tid, n8, flag, R, x8, xs, t, H);
   if (tid == 0) {
     xr[2 * t] = R;
     xr[2 * t + 1] = flag;

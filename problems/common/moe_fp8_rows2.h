@@ -152,25 +152,8 @@ __global__ __launch_bounds__(kQGroups * kQThreads) void prologue(const uint16_t*
   const uint16_t* hrow = hidden + int64_t(valid ? t : 0) * H;
   uint32_t cw[kMaxJ];
   int s[kMaxJ];
-  int mx = -100000, mn = 100000;
-#pragma unroll
-  for (int j = 0; j < kMaxJ; ++j) {
-    cw[j] = 0u;
-    s[j] = 0;
-    if (j * kQThreads >= n8) continue;  // uniform
-    const int i = tid + j * kQThreads;
-    float v[8];
-    s[j] = moe_tiled::hidden8_block_scale(hrow, i, n8, v);
-#pragma unroll
-    for (int k = 0; k < 8; ++k) cw[j] |= mxfp4::quantize_dynamic_code(v[k], s[j]) << (4 * k);
-    int nz = (cw[j] & 0x77777777u) != 0u;
-    nz |= __shfl_xor(nz, 1);
-    nz |= __shfl_xor(nz, 2);
-    if (i < n8 && nz) {
-      mx = max(mx, s[j]);
-      mn = min(mn, s[j]);
-    }
-  }
+  int mx, mn;
+  moe_fp8r::token_codes<kQThreads>(hrow, tid, n8, cw, s, mx, mn);
   for (int o = kLanes / 2; o > 0; o >>= 1) {
     mx = max(mx, __shfl_xor(mx, o));
     mn = min(mn, __shfl_xor(mn, o));
@@ -190,18 +173,7 @@ __global__ __launch_bounds__(kQGroups * kQThreads) void prologue(const uint16_t*
   const bool any = mx > -100000;
   const bool flag = any && mx - mn > 14;
   const int R = any ? mx - 6 : 0;
-#pragma unroll
-  for (int j = 0; j < kMaxJ; ++j) {
-    const int i = tid + j * kQThreads;
-    if (i >= n8) continue;
-    const int d = flag ? 0 : s[j] - R;
-    const uint32_t lo = moe_fp8r::e4m3x4_of(cw[j], d), hi = moe_fp8r::e4m3x4_of(cw[j] >> 16, d);
-    const int q = i % 4;
-    uint8_t* blk = x8 + int64_t(t) * H + (i / 4) * 32;
-    *reinterpret_cast<uint32_t*>(blk + 4 * q) = lo;
-    *reinterpret_cast<uint32_t*>(blk + 16 + 4 * q) = hi;
-    if (q == 0) xs[int64_t(t) * (H / 32) + i / 4] = uint8_t(s[j] + 127);
-  }
+  moe_fp8r::token_store<kQThreads>(cw, s, tid, n8, flag, R, x8, xs, t, H);
   if (tid == 0) {
     xr[2 * t] = R;
     xr[2 * t + 1] = flag;
