@@ -872,13 +872,14 @@ using G1 = Cfg<8, 2, 8, 3, 2, true, 128>;
 using G2 = Cfg<8, 2, 8, 3, 2, true, 128>;
 
 // The path as one unit for a composed variant: the 64-row shapes of v20 (bs x k / routed > 40).
-template <class A, class B>
+// FORCE: the exact fix-up forced on some rows (test variants).
+template <class A, class B, int FORCE = 0>
 struct PathOf {
   static bool applies(const MoeConfig& c) {
     return c.bs * c.n_experts_per_token / c.n_routed_experts > 40 && supports(c);
   }
   static size_t workspace_bytes(const MoeConfig& c) { return moe_fp8r::workspace_bytes(c, A::BN); }
-  static void launch(const MoeArgs& a) { moe_fp8r::launch<A, B>(a); }
+  static void launch(const MoeArgs& a) { moe_fp8r::launch<A, B, FORCE>(a); }
 };
 using Path = PathOf<G1, G2>;  // measured (v23, v25)
 #endif  // MOE_WG8_HOST

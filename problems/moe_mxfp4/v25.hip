@@ -6,10 +6,14 @@
 // final call) was slower; its variant was removed.
 // Builds without mma.sync (AMD) run v11's dispatch, as v20.
 #include "problems/common/moe_dispatch.h"
+#include "problems/common/moe_rows8w.h"
+#include "problems/common/moe_wide22.h"
+#include "problems/common/moe_fp8_rows.h"
 
 namespace {
 #if defined(MOE_WG8_HOST)
-using Paths = moe_dispatch::Dispatch<moe_dispatch::Rows8, moe_dispatch::Rows32, moe_dispatch::Rows64>;
+using namespace moe_dispatch;
+using Paths = Dispatch<Or<moe_rows8w::Rows8Path, V20Rows8>, moe_wide22::Path32, Or<moe_fp8r::Path, V20Rows64>>;
 #else
 using Paths = moe_dispatch::Dispatch<void, void, void>;  // AMD: v11's dispatch
 #endif
@@ -17,7 +21,8 @@ size_t workspace_bytes(const MoeConfig& c) { return Paths::workspace_bytes(c); }
 void launch(const MoeArgs& a) { Paths::launch(a); }
 }  // namespace
 
-MOE_MXFP4_VARIANT("v25", gpu, "v21's 8-row path + v22's 32-row path + v23's fp8 e4m3 wgmma path on the 64-row shapes",
+MOE_MXFP4_VARIANT("v25", gpu,
+                  "v21's 8-row path + v22's 32-row path + v23's fp8 e4m3 wgmma path on the 64-row shapes",
                   "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
                   "gate_up_weight_scale,down_weight_scale,topk_weights,topk_ids",
                   0);

@@ -7,10 +7,13 @@
 // Builds without mma.sync (AMD) run v11's dispatch, as v25.
 #include "problems/common/moe_dispatch.h"
 #include "problems/common/moe_rows8x.h"
+#include "problems/common/moe_wide22.h"
+#include "problems/common/moe_fp8_rows.h"
 
 namespace {
 #if defined(MOE_WG8_HOST)
-using Paths = moe_dispatch::Dispatch<moe_rows8x::Rows8XPath<>, moe_dispatch::Rows32, moe_dispatch::Rows64>;
+using namespace moe_dispatch;
+using Paths = Dispatch<Or<moe_rows8x::Rows8XPath<>, V20Rows8>, moe_wide22::Path32, Or<moe_fp8r::Path, V20Rows64>>;
 #else
 using Paths = moe_dispatch::Dispatch<void, void, void>;  // AMD: v11's dispatch
 #endif
@@ -18,7 +21,8 @@ size_t workspace_bytes(const MoeConfig& c) { return Paths::workspace_bytes(c); }
 void launch(const MoeArgs& a) { Paths::launch(a); }
 }  // namespace
 
-MOE_MXFP4_VARIANT("v26", gpu, "v25 with the 8-row shapes' gate_up on the s8 mma.sync, 1-byte activations, 5 stages (moe_rows8x.h)",
+MOE_MXFP4_VARIANT("v26", gpu,
+                  "v25 with the 8-row shapes' gate_up on the s8 mma.sync, 1-byte activations, 5 stages (moe_rows8x.h)",
                   "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
                   "gate_up_weight_scale,down_weight_scale,topk_weights,topk_ids",
                   0);

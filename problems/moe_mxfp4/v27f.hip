@@ -3,11 +3,13 @@
 // a token (the form run in the helper's calls 4 and 5). Checks the fix-up, which the benchmark data never triggers.
 // Not for timing.
 #include "problems/common/moe_dispatch.h"
+#include "problems/common/moe_rows8w.h"
 #include "problems/common/moe_wide27.h"
 
 namespace {
 #if defined(MOE_WG8_HOST)
-using Paths = moe_dispatch::Dispatch<moe_dispatch::Rows8, moe_wide27::PathForced, moe_dispatch::Rows64>;
+using namespace moe_dispatch;
+using Paths = Dispatch<Or<moe_rows8w::Rows8Path, V20Rows8>, Or<moe_wide27::PathForced, moe_wide22::Path32>, Or<moe_fp8r::Path, V20Rows64>>;
 #else
 using Paths = moe_dispatch::Dispatch<void, void, void>;  // AMD: v11's dispatch
 #endif

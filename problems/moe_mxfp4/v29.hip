@@ -10,7 +10,8 @@
 
 namespace {
 #if defined(MOE_WG8_HOST)
-using Paths = moe_dispatch::Dispatch<moe_rows8x::Rows8XPath<>, moe_wide27::Path, moe_fp8r2::Path>;
+using namespace moe_dispatch;
+using Paths = Dispatch<Or<moe_rows8x::Rows8XPath<>, V20Rows8>, Or<moe_wide27::Path, moe_wide22::Path32>, Or<moe_fp8r2::Path, V20Rows64>>;
 #else
 using Paths = moe_dispatch::Dispatch<void, void, void>;  // AMD: v11's dispatch
 #endif
