@@ -25,6 +25,7 @@ int list_problems() {
       std::string flags;
       if (v.flags & kVariantReference) flags += " [reference]";
       if (v.flags & kVariantPlanted) flags += " [planted]";
+      if (v.flags & kVariantMatrix8bit) flags += " [8-bit matrix]";
       fmt::print("    {:<16} {:<4} available    reads {:<34} {}{}\n", v.name, v.backend == Backend::gpu ? "gpu" : "cpu",
                  fmt::format("{}", fmt::join(v.reads, ",")), v.description, flags);
     }

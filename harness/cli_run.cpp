@@ -253,7 +253,9 @@ int run_command(RunArgs& a) {
   if (variants.empty()) throw UsageError("no variant given (--variant name[,name...])");
   const RunOptions o = to_run_options(a, p, mode);  // validates --shapes
   try {
-    (void)matrix_rate_for("");  // a malformed HARNESS_MATRIX_TFLOPS is a usage error, found before any run
+    // A malformed HARNESS_MATRIX_TFLOPS / HARNESS_MATRIX8_TFLOPS is a usage error, found before any run.
+    (void)matrix_rate_for("", MatrixOperands::bf16);
+    (void)matrix_rate_for("", MatrixOperands::eight_bit);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }

@@ -19,7 +19,8 @@ struct DeviceInfo {
   std::size_t l2_bytes = 0;
   std::size_t memory_bytes = 0;
   double bandwidth_bytes_per_s = 0;  // measured ceiling (large copy, read + write bytes)
-  double matrix_flops_per_s = 0;     // dense bf16 rate for floors; 0 if unknown (harness/matrix_rate.hpp)
+  double matrix_flops_per_s = 0;     // dense rate for a run's floors, at the variant's operand width
+                                     // (set by the runner; 0 if unknown: harness/matrix_rate.hpp)
   std::string matrix_flops_source;
   std::string bandwidth_source;      // "measured: 2 GiB copy" / "datasheet"
   // Official-method time of one launch of an empty kernel over every compute unit (cold caches, host

@@ -379,6 +379,11 @@ RunResult run_variant(Device& dev, const Problem& p, const VariantEntry& v, cons
   run.harness_version = build_info().version;
   run.date = utc_now_iso8601();
   run.device = dev.info();
+  // Floors use the dense rate of the operands the variant feeds the matrix units.
+  const MatrixRate rate = matrix_rate_for(
+      run.device.name, v.flags & kVariantMatrix8bit ? MatrixOperands::eight_bit : MatrixOperands::bf16);
+  run.device.matrix_flops_per_s = rate.flops_per_s;
+  run.device.matrix_flops_source = rate.source;
   run.problem = p.name();
   run.variant = v.name;
   run.mode = o.mode;

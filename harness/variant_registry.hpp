@@ -13,6 +13,8 @@ enum VariantFlags : unsigned {
   kVariantNone = 0,
   kVariantReference = 1u << 0,  // the GPU reference that timed outputs are checked against
   kVariantPlanted = 1u << 1,    // deliberately faulty, test builds only
+  kVariantMatrix8bit = 1u << 2, // feeds 8-bit operands (fp8 / int8) to matrix instructions on some shape:
+                                // its floors use the device's 8-bit dense rate (harness/matrix_rate.hpp)
 };
 
 struct VariantEntry {

@@ -15,6 +15,7 @@
 #include "harness/build_info.hpp"
 #include "harness/variant_registry.hpp"
 #include "tests/catch.hpp"
+#include "tests/env_override.hpp"
 
 std::vector<std::string> schema_errors(const nlohmann::json& doc);  // test_results.cpp
 
@@ -64,9 +65,10 @@ TEST_CASE("cli: usage errors are one line naming the valid choices, exit code 2"
   check_usage_error("run mla_decode --variant zzz", "unknown variant 'zzz' for mla_decode (valid: ");
   check_usage_error("run mla_decode --variant cpu --shapes 4", "bad shape index '4' for mla_decode test shapes (valid: all or indices 0-3)");
   check_usage_error("run mla_decode --variant cpu --mode profile --graph", "--hot / --graph: profile mode times nothing");
-  ::setenv("HARNESS_MATRIX_TFLOPS", "fast", 1);
-  check_usage_error("run mla_decode --variant cpu", "HARNESS_MATRIX_TFLOPS must be a positive number, got 'fast'");
-  ::unsetenv("HARNESS_MATRIX_TFLOPS");
+  for (const char* name : {"HARNESS_MATRIX_TFLOPS", "HARNESS_MATRIX8_TFLOPS"}) {
+    EnvOverride bad(name, "fast");
+    check_usage_error("run mla_decode --variant cpu", std::string(name) + " must be a positive number, got 'fast'");
+  }
   check_usage_error("run mla_decode --variant cpu --shapes 1,x", "bad shape index 'x'");
   check_usage_error("run mla_decode --variant cpu --mode benchmark --shapes 8", "indices 0-7");
   check_usage_error("run mla_decode --variant cpu --mode benchmark --shape-set tests",

@@ -258,3 +258,26 @@ TEST_CASE("export: the command writes the file atomically; errors are one line w
     CHECK(!fs::exists(out));
   }
 }
+
+TEST_CASE("variant sources: 8-bit matrix instructions come with the kVariantMatrix8bit registration flag") {
+  // The flag sets the rate of the variant's floors (harness/matrix_rate.hpp): a variant that can feed fp8 or
+  // int8 operands to the matrix units is held to the 8-bit rate, however its dispatch picks paths.
+  const std::vector<std::string> eight_bit_mnemonics = {".e4m3.e4m3", ".s32.s8.s8"};
+  int flagged = 0, checked = 0;
+  for (const char* problem : {"mla_decode", "moe_mxfp4"}) {
+    for (const auto& entry : fs::directory_iterator(fs::path(source_root()) / "problems" / problem)) {
+      const std::string file = entry.path().filename().string();
+      if (file.size() < 5 || file[0] != 'v' || entry.path().extension() != ".hip") continue;
+      const std::string code = ex::inline_sources(entry.path().string(), {source_root()}).code;
+      bool uses = false;
+      for (const auto& m : eight_bit_mnemonics) uses = uses || code.find(m) != std::string::npos;
+      INFO(problem << "/" << file);
+      const bool has_flag = harness::read_file(entry.path().string()).find("kVariantMatrix8bit") != std::string::npos;
+      CHECK(has_flag == uses);
+      flagged += uses;
+      ++checked;
+    }
+  }
+  CHECK(flagged > 0);
+  CHECK(checked > flagged);
+}

@@ -3,26 +3,9 @@
 
 #include "harness/matrix_rate.hpp"
 #include "tests/catch.hpp"
+#include "tests/env_override.hpp"
 
 using namespace harness;
-
-namespace {
-
-struct EnvOverride {
-  explicit EnvOverride(const char* v) {
-    if (const char* old = std::getenv("HARNESS_MATRIX_TFLOPS")) saved = old, had = true;
-    if (v) setenv("HARNESS_MATRIX_TFLOPS", v, 1);
-    else unsetenv("HARNESS_MATRIX_TFLOPS");
-  }
-  ~EnvOverride() {
-    if (had) setenv("HARNESS_MATRIX_TFLOPS", saved.c_str(), 1);
-    else unsetenv("HARNESS_MATRIX_TFLOPS");
-  }
-  std::string saved;
-  bool had = false;
-};
-
-}  // namespace
 
 TEST_CASE("floor: the larger of the memory and the matrix time") {
   // 4 GB at 4 TB/s = 1 ms; 1.58e12 FLOPs at 790 TFLOP/s = 2 ms.
@@ -34,7 +17,7 @@ TEST_CASE("floor: the larger of the memory and the matrix time") {
 }
 
 TEST_CASE("matrix rate: known devices, unknown ones, and the environment override") {
-  EnvOverride none(nullptr);
+  EnvOverride none("HARNESS_MATRIX_TFLOPS", nullptr);
   const MatrixRate h200 = matrix_rate_for("NVIDIA H200");
   CHECK(h200.flops_per_s == Approx(790e12));
   CHECK(h200.source.find("roofline") != std::string::npos);
@@ -43,13 +26,31 @@ TEST_CASE("matrix rate: known devices, unknown ones, and the environment overrid
   CHECK(other.flops_per_s == 0);
   CHECK(other.source.empty());
   {
-    EnvOverride set("1500");
+    EnvOverride set("HARNESS_MATRIX_TFLOPS", "1500");
     const MatrixRate r = matrix_rate_for("NVIDIA H200");
     CHECK(r.flops_per_s == Approx(1500e12));
     CHECK(r.source == "HARNESS_MATRIX_TFLOPS=1500");
   }
   for (const char* bad : {"fast", "-3", "0", "12x"}) {
-    EnvOverride set(bad);
+    EnvOverride set("HARNESS_MATRIX_TFLOPS", bad);
     CHECK_THROWS_WITH(matrix_rate_for("NVIDIA H200"), Catch::Contains("HARNESS_MATRIX_TFLOPS"));
   }
+}
+
+TEST_CASE("matrix rate: 8-bit operands have their own figures and override") {
+  EnvOverride none("HARNESS_MATRIX8_TFLOPS", nullptr);
+  EnvOverride bf16("HARNESS_MATRIX_TFLOPS", "100");  // the bf16 override leaves the 8-bit rate alone
+  const MatrixRate h200 = matrix_rate_for("NVIDIA H200", MatrixOperands::eight_bit);
+  CHECK(h200.flops_per_s == Approx(1440e12));
+  CHECK(h200.source.find("measure_matrix_rate") != std::string::npos);
+  CHECK(matrix_rate_for("AMD Instinct MI355X", MatrixOperands::eight_bit).flops_per_s == Approx(5e15));
+  CHECK(matrix_rate_for("host CPU", MatrixOperands::eight_bit).flops_per_s == 0);
+  {
+    EnvOverride set("HARNESS_MATRIX8_TFLOPS", "3000");
+    CHECK(matrix_rate_for("NVIDIA H200", MatrixOperands::eight_bit).flops_per_s == Approx(3000e12));
+    CHECK(matrix_rate_for("NVIDIA H200").flops_per_s == Approx(100e12));
+  }
+  EnvOverride set("HARNESS_MATRIX8_TFLOPS", "fast");
+  CHECK_THROWS_WITH(matrix_rate_for("NVIDIA H200", MatrixOperands::eight_bit), Catch::Contains("HARNESS_MATRIX8_TFLOPS"));
+  CHECK_NOTHROW(matrix_rate_for("NVIDIA H200"));
 }

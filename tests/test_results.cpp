@@ -15,6 +15,7 @@
 #include "harness/results.hpp"
 #include "harness/runner.hpp"
 #include "tests/catch.hpp"
+#include "tests/env_override.hpp"
 
 using namespace harness;
 using nlohmann::json;
@@ -79,13 +80,13 @@ std::vector<FakeVariant>& fakes() {
 
 const FakeVariant* g_current = nullptr;
 
-VariantEntry fake_entry(const std::string& name) {
+VariantEntry fake_entry(const std::string& name, unsigned flags = kVariantNone) {
   for (const auto& f : fakes())
     if (name == f.name) g_current = &f;
   g_calls = 0;
   return VariantEntry{"fake", name, "test variant", Backend::cpu, {"x"},
                       [](const void*) -> std::size_t { return 64; },
-                      [](const void* a) { g_current->fn(*static_cast<const FakeArgs*>(a)); }, __FILE__, kVariantNone};
+                      [](const void* a) { g_current->fn(*static_cast<const FakeArgs*>(a)); }, __FILE__, flags};
 }
 
 class FakeProblem final : public Problem {
@@ -130,10 +131,10 @@ class FakeProblem final : public Problem {
   }
 };
 
-RunResult run_fake(const std::string& variant, Mode mode, RunOptions o = {}) {
+RunResult run_fake(const std::string& variant, Mode mode, RunOptions o = {}, unsigned flags = kVariantNone) {
   static FakeProblem p;
   static auto dev = make_cpu_device();
-  const VariantEntry v = fake_entry(variant);
+  const VariantEntry v = fake_entry(variant, flags);
   o.mode = mode;
   o.timing.flush_bytes = 1 << 20;
   o.flush_bytes_given = true;
@@ -452,4 +453,22 @@ TEST_CASE("results: --inputs loads a shape's tensors from files; the digest says
   CHECK(check_input_files(p, shape, dir.string()).find("is missing") != std::string::npos);
   std::filesystem::remove_all(dir);
   CHECK(check_input_files(p, shape, dir.string()).find("not a directory") != std::string::npos);
+}
+
+TEST_CASE("runner: a variant with 8-bit matrix operands gets floors at the 8-bit rate") {
+  // Rates so low that every fake shape is matrix-bound: the floor is FLOPs / rate.
+  EnvOverride bf16("HARNESS_MATRIX_TFLOPS", "1e-6");
+  EnvOverride eight("HARNESS_MATRIX8_TFLOPS", "4e-6");
+  const RunResult plain = run_fake("good", Mode::test);
+  const RunResult fp8 = run_fake("good", Mode::test, {}, kVariantMatrix8bit);
+  REQUIRE(plain.passed);
+  REQUIRE(fp8.passed);
+  CHECK(plain.device.matrix_flops_per_s == Approx(1e6));
+  CHECK(fp8.device.matrix_flops_per_s == Approx(4e6));
+  CHECK(fp8.device.matrix_flops_source == "HARNESS_MATRIX8_TFLOPS=4e-6");
+  REQUIRE(fp8.shapes.size() == plain.shapes.size());
+  for (size_t i = 0; i < plain.shapes.size(); ++i) {
+    CHECK(plain.shapes[i].floor_ns == Approx(plain.shapes[i].flops / 1e6 * 1e9));
+    CHECK(fp8.shapes[i].floor_ns == Approx(plain.shapes[i].floor_ns / 4));
+  }
 }

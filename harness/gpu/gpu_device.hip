@@ -6,7 +6,6 @@
 #include "harness/gpu/check.hpp"
 #include "harness/gpu/device_generators.hpp"
 #include "harness/gpu/gpu_device.hpp"
-#include "harness/matrix_rate.hpp"
 
 namespace harness {
 
@@ -55,9 +54,6 @@ void GpuDevice::read_properties() {
   info_.compute_units = prop.multiProcessorCount;
   info_.l2_bytes = static_cast<std::size_t>(prop.l2CacheSize);
   info_.memory_bytes = prop.totalGlobalMem;
-  const MatrixRate rate = matrix_rate_for(info_.name);
-  info_.matrix_flops_per_s = rate.flops_per_s;
-  info_.matrix_flops_source = rate.source;
 }
 
 // Bandwidth ceiling: best of several 1 GiB device copies, read + write bytes counted.

@@ -27,4 +27,4 @@ MOE_MXFP4_VARIANT("v10", gpu,
                   "tiles (whole-K MMA accumulation, no per-k-block rescale)",
                   "hidden_states,gate_up_weight_shuffled,down_weight_shuffled,gate_up_weight_scale,down_weight_scale,"
                   "topk_weights,topk_ids",
-                  0);
+                  ::harness::kVariantMatrix8bit);

@@ -43,4 +43,4 @@ MOE_MXFP4_VARIANT("v11", gpu,
                   "E 257 bs 512 about one tile per expert, each expert's weights decoded about once",
                   "hidden_states,gate_up_weight_shuffled,down_weight_shuffled,gate_up_weight_scale,down_weight_scale,"
                   "topk_weights,topk_ids",
-                  0);
+                  ::harness::kVariantMatrix8bit);

@@ -71,4 +71,4 @@ MOE_MXFP4_VARIANT("v12", gpu,
                   "k-blocks a stage; branch-free quantizer; 1024-thread route",
                   "hidden_states,gate_up_weight_shuffled,down_weight_shuffled,gate_up_weight_scale,down_weight_scale,"
                   "topk_weights,topk_ids",
-                  0);
+                  ::harness::kVariantMatrix8bit);

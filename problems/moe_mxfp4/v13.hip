@@ -66,4 +66,4 @@ MOE_MXFP4_VARIANT("v13", gpu,
                   "scale copies (same bf16-folded decode and MMAs, bit-identical); 32-row gate_up 3 blocks/SM, 64-row down 2/SM",
                   "hidden_states,gate_up_weight_shuffled,down_weight_shuffled,gate_up_weight_scale,down_weight_scale,"
                   "topk_weights,topk_ids",
-                  0);
+                  ::harness::kVariantMatrix8bit);

@@ -72,4 +72,4 @@ MOE_MXFP4_VARIANT("v14", gpu,
                   "of wgmma m64n64k16 (tokens as N from shared memory), copies spread over the k-blocks (bit-identical to v13)",
                   "hidden_states,gate_up_weight_shuffled,down_weight_shuffled,gate_up_weight_scale,down_weight_scale,"
                   "topk_weights,topk_ids",
-                  0);
+                  ::harness::kVariantMatrix8bit);

@@ -66,4 +66,4 @@ MOE_MXFP4_VARIANT("v15", gpu,
                   "launches, persistent down over (tile, slice) items on E 257 (bit-identical)",
                   "hidden_states,gate_up_weight_shuffled,down_weight_shuffled,gate_up_weight_scale,down_weight_scale,"
                   "topk_weights,topk_ids",
-                  0);
+                  ::harness::kVariantMatrix8bit);

@@ -65,4 +65,4 @@ MOE_MXFP4_VARIANT("v16", gpu,
                   "v15's 8-row chain + v13's 32-row tiles + v14's 64-row wgmma tiles (bit-identical to v13)",
                   "hidden_states,gate_up_weight_shuffled,down_weight_shuffled,gate_up_weight_scale,down_weight_scale,"
                   "topk_weights,topk_ids",
-                  0);
+                  ::harness::kVariantMatrix8bit);

@@ -76,4 +76,4 @@ MOE_MXFP4_VARIANT("v19", gpu,
                   "v16 + E257 8-row chain: per-tile gate_up->down overlap (counters, queued down), folded act. scales",
                   "hidden_states,gate_up_weight_shuffled,down_weight_shuffled,gate_up_weight_scale,down_weight_scale,"
                   "topk_weights,topk_ids",
-                  0);
+                  ::harness::kVariantMatrix8bit);

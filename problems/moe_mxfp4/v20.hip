@@ -26,4 +26,4 @@ MOE_MXFP4_VARIANT("v20", gpu,
                   "v19 + 32-row tiles: empty 8-column groups skipped, reverse tile order, dependent launches; v19's E257  chain only at d_expert 256",
                   "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
                   "gate_up_weight_scale,down_weight_scale,topk_weights,topk_ids",
-                  0);
+                  ::harness::kVariantMatrix8bit);

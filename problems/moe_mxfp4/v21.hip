@@ -22,4 +22,4 @@ MOE_MXFP4_VARIANT("v21", gpu,
                   "v20 + 8-row gate_up: first weight stages copied before the prologue wait (route flag), ldmatrix  weight words; v19's overlapped chain also at E33 bs16",
                   "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
                   "gate_up_weight_scale,down_weight_scale,topk_weights,topk_ids",
-                  0);
+                  ::harness::kVariantMatrix8bit);

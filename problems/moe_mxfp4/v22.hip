@@ -23,4 +23,4 @@ MOE_MXFP4_VARIANT("v22", gpu,
                   "v20 + 32-row path: one-launch quantize + route, down blocks over runs of weight slices with the  tile's activations copied once",
                   "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
                   "gate_up_weight_scale,down_weight_scale,topk_weights,topk_ids",
-                  0);
+                  ::harness::kVariantMatrix8bit);

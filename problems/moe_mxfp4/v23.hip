@@ -27,5 +27,5 @@ MOE_MXFP4_VARIANT("v23", gpu,
                   "values, exact fix-up outside the window)",
                   "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
                   "gate_up_weight_scale,down_weight_scale,topk_weights,topk_ids",
-                  0);
+                  ::harness::kVariantMatrix8bit);
 #endif

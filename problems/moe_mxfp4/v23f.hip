@@ -6,4 +6,4 @@ MOE_MXFP4_VARIANT("v23f", gpu,
                   "test only: v23 with the fp8 path's exact fix-up forced on some weight rows, tokens and SwiGLU rows",
                   "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
                   "gate_up_weight_scale,down_weight_scale,topk_weights,topk_ids",
-                  0);
+                  ::harness::kVariantMatrix8bit);

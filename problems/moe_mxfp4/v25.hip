@@ -25,4 +25,4 @@ MOE_MXFP4_VARIANT("v25", gpu,
                   "v21's 8-row path + v22's 32-row path + v23's fp8 e4m3 wgmma path on the 64-row shapes",
                   "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
                   "gate_up_weight_scale,down_weight_scale,topk_weights,topk_ids",
-                  0);
+                  ::harness::kVariantMatrix8bit);

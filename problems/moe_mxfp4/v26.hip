@@ -25,4 +25,4 @@ MOE_MXFP4_VARIANT("v26", gpu,
                   "v25 with the 8-row shapes' gate_up on the s8 mma.sync, 1-byte activations, 5 stages (moe_rows8x.h)",
                   "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
                   "gate_up_weight_scale,down_weight_scale,topk_weights,topk_ids",
-                  0);
+                  ::harness::kVariantMatrix8bit);

@@ -23,4 +23,4 @@ MOE_MXFP4_VARIANT("v28", gpu,
                   "v25 with moe_fp8_rows2.h's fp8 path on E33 bs512: 160-row tiles split evenly per expert, down overlapping gate_up's last wave, one prologue launch",
                   "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
                   "gate_up_weight_scale,down_weight_scale,topk_weights,topk_ids",
-                  0);
+                  ::harness::kVariantMatrix8bit);

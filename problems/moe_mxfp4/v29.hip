@@ -23,4 +23,4 @@ MOE_MXFP4_VARIANT("v29", gpu,
                   "v26's 8-row path (s8 gate_up) + v27's 32-row path (fp8 small-N wgmma) + v28's fp8 64-row path (160-row tiles, overlapped down)",
                   "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
                   "gate_up_weight_scale,down_weight_scale,topk_weights,topk_ids",
-                  0);
+                  ::harness::kVariantMatrix8bit);

@@ -318,4 +318,4 @@ MOE_MXFP4_VARIANT("v3", gpu,
                   "fp32 products), shuffled weights, fused SwiGLU + requant, deterministic combine",
                   "hidden_states,gate_up_weight_shuffled,down_weight_shuffled,gate_up_weight_scale,down_weight_scale,"
                   "topk_weights,topk_ids",
-                  0);
+                  ::harness::kVariantMatrix8bit);

@@ -14,4 +14,4 @@ MOE_MXFP4_VARIANT("v4", gpu,
                   "e2m1, block-scan route, fused SwiGLU + requant, deterministic combine",
                   "hidden_states,gate_up_weight_shuffled,down_weight_shuffled,gate_up_weight_scale,down_weight_scale,"
                   "topk_weights,topk_ids",
-                  0);
+                  ::harness::kVariantMatrix8bit);

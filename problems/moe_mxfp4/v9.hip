@@ -27,4 +27,4 @@ MOE_MXFP4_VARIANT("v9", gpu,
                   "mma.sync, 4- or 8-warp plans)",
                   "hidden_states,gate_up_weight_shuffled,down_weight_shuffled,gate_up_weight_scale,down_weight_scale,"
                   "topk_weights,topk_ids",
-                  0);
+                  ::harness::kVariantMatrix8bit);
