@@ -23,4 +23,4 @@ MOE_MXFP4_VARIANT("v31", gpu,
                   "v29 + 32-row path with down overlapping gate_up's last wave (tile-major gate_up, per-tile ready counts)",
                   "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
                   "gate_up_weight_scale,down_weight_scale,topk_weights,topk_ids",
-                  0);
+                  ::harness::kVariantMatrix8bit);

@@ -21,4 +21,4 @@ MOE_MXFP4_VARIANT("v31c", gpu,
                   "measurement: v31 with the combine per column group (FC 4)",
                   "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
                   "gate_up_weight_scale,down_weight_scale,topk_weights,topk_ids",
-                  0);
+                  ::harness::kVariantMatrix8bit);

@@ -20,4 +20,4 @@ MOE_MXFP4_VARIANT("v31f", gpu,
                   "test only: v31 with the fix-up forced",
                   "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
                   "gate_up_weight_scale,down_weight_scale,topk_weights,topk_ids",
-                  0);
+                  ::harness::kVariantMatrix8bit);
