@@ -1,0 +1,62 @@
+// v24 (mla-large3): v23 with a new path on the two large shapes with 32 tiles a block (65536 < batch * kv_len
+// <= 262144; H200: bs 32 / kv 8192 and bs 256 / kv 1024):
+//   - batch * kv_len <= 65536: v22's small path exactly (mla_dcl2::SmallPath, same options);
+//   - split plans where every batch gets a cluster slot (H200: bs 64 / kv 8192): v23's mla_dims4::ClusterPath;
+//   - the 32-tile shapes: mla_dims5::DirPath (v22's persistent plan and tile; the output, or the split partials,
+//     written straight from the P V accumulators with one barrier; bs 32 / kv 8192's 4 splits merged in the
+//     kernel: cooperative launch, each split block merges a quarter of the heads from the partials in L2);
+//   - the other large shapes: v22's large path exactly (mla_dims3::Dims3<3, F16P | QP | EF, 2>).
+// Measurements: docs/perf-mla-large3.md. Env MLA_D5_* (measurement only): see mla_fp8_dims5.h.
+// AMD builds run v6's kernel, as v8, v11-v23 do.
+#include "problems/common/mla_fp8_tile.h"
+#include "problems/common/mla_fp8_dcl2.h"
+#include "problems/common/mla_fp8_dims3.h"
+#include "problems/common/mla_fp8_dims4.h"
+#include "problems/common/mla_fp8_dims5.h"
+
+namespace {
+
+#if defined(__HIP_PLATFORM_AMD__)
+using namespace mla_kernels;
+using Fallback = KvFp8Format<MmaGeo<8, 32>, 2, 1, true>;
+size_t workspace_bytes(const MlaDecodeConfig& c) { return mma_workspace_bytes<Fallback>(c); }
+void launch(const MlaDecodeArgs& a) { mma_launch<Fallback>(a, "mla_mma_kernel<fp8, 8 warps>"); }
+#else
+namespace d = mla_dcl2;
+constexpr int kOpt1 = d::kPush | d::kFence1 | d::kEF | d::kF16P | d::kPush16 | d::kWPar;  // one cluster a batch
+constexpr int kOptN = d::kEF | d::kF16P;  // several: v16's pull epilogue (as v22)
+using Small = d::SmallPath<2, 3, kOpt1, kOptN>;
+using Clustered = mla_dims4::ClusterPath<3, mla_dims4::kF16P | mla_dims4::kQP | mla_dims4::kEF, 2>;  // v23's
+using Direct = mla_dims5::DirPath<3, mla_dims5::kF16P | mla_dims5::kQP | mla_dims5::kEF, 2, true>;
+using Large = mla_dims3::Dims3<3, mla_dims3::kF16P | mla_dims3::kQP | mla_dims3::kEF, 2>;  // v22's
+// Measurement only: MLA_D5_OFF=1 gives v23's paths on every shape.
+int pick(const MlaDecodeConfig& c) {
+  if (Small::applies(c)) return 0;
+  if (Clustered::applies(c)) return 1;
+  if (Direct::applies(c) && mla_dims5::env_int("MLA_D5_OFF", 0) == 0) return 2;
+  return 3;
+}
+size_t workspace_bytes(const MlaDecodeConfig& c) {
+  switch (pick(c)) {
+    case 0: return Small::workspace_bytes(c);
+    case 1: return Clustered::workspace_bytes(c);
+    case 2: return Direct::workspace_bytes(c);
+    default: return Large::workspace_bytes(c);
+  }
+}
+void launch(const MlaDecodeArgs& a) {
+  switch (pick(a.cfg)) {
+    case 0: Small::launch(a); break;
+    case 1: Clustered::launch(a); break;
+    case 2: Direct::launch(a); break;
+    default: Large::launch(a); break;
+  }
+}
+#endif
+
+}  // namespace
+
+MLA_DECODE_VARIANT("v24", gpu,
+                   "v23 + the 32-tile large shapes (bs 32 / kv 8192, bs 256 / kv 1024) with the output or the split "
+                   "partials written straight from the accumulators, bs 32 / kv 8192's splits merged in the kernel",
+                   "q,kv_fp8,kv_fp8_scale,kv_indptr", 0);
