@@ -1,6 +1,6 @@
 // moe_w32: the 32-row MoE shapes (bs x k / routed experts in (8, 40]: E 257 bs 512, E 33 bs 128) as
 // moe_wide27's path (docs/perf.md, section "moe_mxfp4 v27": fp8 e4m3 wgmma with small N, the same kernels, numerics
-// and summation order) with down overlapping gate_up (helper moe-w32, session 8; docs/perf-moe-w32.md):
+// and summation order) with down overlapping gate_up (helper moe-w32, session 8; docs/perf.md, section "moe_mxfp4 v31"):
 //  - gate_up's grid is tile-major ((S x column blocks, tiles): a tile's column blocks and split-K parts adjacent in
 //    launch order) and counts its finished blocks per tile (ready[x], after a fence).
 //  - down (down_comb: moe_wide27::down_slices' work, NS slices of BM rows a block, blocks group-major) is a
@@ -11,11 +11,11 @@
 //  - combine: FC 0, moe_rows8::combine as a dependent launch (v31); FC 4, combine_groups: per column group, each
 //    block waiting for its group's down blocks (gcnt[g]) instead of for the whole down grid (v31c, measurement).
 //    Combines inside the down grid (combine blocks between the groups, or down blocks taking combine shares) were
-//    measured slower (docs/perf-moe-w32.md, calls 1-4) and removed.
+//    measured slower (docs/perf.md, section "moe_mxfp4 v31", calls 1-4) and removed.
 // The counters are zeroed by moe_wide27's prologue (its split-K counter region, extended). No block waits for a
 // block that may not have started: down blocks wait for gate_up blocks (all started before the dependent grid is
 // scheduled), combine blocks for down blocks (likewise).
-// Measured (docs/perf-moe-w32.md, final call): E 257 bs 512 366.1 us (v29 397.7), E 33 bs 128 138.5 us (v29 143.0);
+// Measured (docs/perf.md, section "moe_mxfp4 v31", final call): E 257 bs 512 366.1 us (v29 397.7), E 33 bs 128 138.5 us (v29 143.0);
 // leaderboard mode 366.9 / 146.7 us (v29 401.6 / 164.6); bit-identical to the reference on both shapes.
 // NVIDIA only (MOE_WG8_HOST) like moe_wide27.h.
 #pragma once

@@ -1,5 +1,5 @@
 // v31: v29 with the 32-row shapes (E 257 bs 512, E 33 bs 128) on moe_w32::Path: v27's kernels and numerics with a
-// tile-major gate_up grid and down overlapping gate_up's last wave (per-tile ready counts; docs/perf-moe-w32.md).
+// tile-major gate_up grid and down overlapping gate_up's last wave (per-tile ready counts; docs/perf.md, section "moe_mxfp4 v31").
 // Every other shape as v29 (v26's 8-row path, v28's 64-row path).
 // Builds without mma.sync (AMD) run v11's dispatch, as v29.
 #include "problems/common/moe_dispatch.h"
