@@ -12,6 +12,8 @@
 //    block waiting for its group's down blocks (gcnt[g]) instead of for the whole down grid (v31c, measurement).
 //    Combines inside the down grid (combine blocks between the groups, or down blocks taking combine shares) were
 //    measured slower (docs/perf.md, section "moe_mxfp4 v31", calls 1-4) and removed.
+// The block bodies are moe_wide27's (gate_up_block, down_run with CG reads and a per-tile wait); this file holds the
+// grids, the waits and counts around them, and the combines.
 // The counters are zeroed by moe_wide27's prologue (its split-K counter region, extended). No block waits for a
 // block that may not have started: down blocks wait for gate_up blocks (all started before the dependent grid is
 // scheduled), combine blocks for down blocks (likewise).
@@ -31,10 +33,6 @@ using Ws = moe_fp8r::Ws;
 using moe_wide27::Split;
 
 #if defined(MOE_WG8_HOST)
-using moe_tile::cp_async;
-using moe_tile::cp_commit;
-using moe_tile::cp_wait;
-constexpr int kLanes = moe_tile::kMmaLanes;
 
 __device__ inline int ld_acquire(const int32_t* p) {
   int v;
@@ -46,408 +44,19 @@ __device__ inline void spin_until(const int32_t* p, int need) {
   __threadfence();
 }
 
-// Stage 1 (dependent launch of the prologue): moe_wide27::gate_up (A16 off) on a tile-major grid + the per-tile count.
+// Stage 1 (dependent launch of the prologue): moe_wide27's gate_up block (A16 off) on a tile-major grid
+// (S x column blocks, tiles_max): a tile's blocks adjacent in launch order, so that tiles finish (and their down
+// blocks may start) from the first wave on; then the per-tile count.
 template <class C, int FORCE, int S>
 __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void gate_up(MoeArgs a, Ws ws, Split sp, int32_t* ready) {
-  extern __shared__ __align__(128) uint8_t smem[];
-  __shared__ int rg[C::BM / 16];
-  __shared__ uint32_t xoff[C::BN];
-  __shared__ float colmul[C::BN];
-  __shared__ int tok[C::BN];
-  __shared__ int xflag[C::BN];
-  __shared__ int wflag[C::BM];
-  __shared__ int rref[C::BM];
-  __shared__ int last;
-  moe_wg8::dep_wait();
-  moe_wg8::dep_release();
-  const int n_tiles = *ws.p.n_tiles;
-  // Tile-major grid (S x column blocks, tiles_max): a tile's blocks adjacent in launch order, so that tiles finish
-  // (and their down blocks may start) from the first wave on.
   const int bx = int(blockIdx.y), nby = int(gridDim.x) / S, by = int(blockIdx.x) % nby;
-  if (bx >= n_tiles) return;
-  const Tile tile = ws.p.tiles[n_tiles - 1 - bx];
-  const int H = a.cfg.d_hidden, I = a.cfg.d_expert, T = a.cfg.total_top_k, KB = H / 32;
-  constexpr int kHalf = C::BM / 2;
-  const int n0 = by * kHalf;
-  for (int i = threadIdx.x; i < C::BM / 16; i += C::kThreads) rg[i] = (i < kHalf / 16 ? n0 : I + n0 - kHalf) / 16 + i;
-  bool real = false;
-  if (int(threadIdx.x) < C::BN) {
-    const int c = threadIdx.x;
-    const int p = ws.p.sorted_pair[tile.row0 + c];
-    // Padding rows borrow the tile's first (real) row's token, never written back: not one token's row
-    // for every tile (a hot L2 line when all of them are copied).
-    const int token = (p >= 0 ? p : ws.p.sorted_pair[tile.row0]) / T;
-    xoff[c] = uint32_t(token) * uint32_t(H);
-    colmul[c] = numerics::exp2_f32(ws.xr[2 * token]);
-    tok[c] = p >= 0 ? token : -1;
-    xflag[c] = p >= 0 && ws.xr[2 * token + 1];
-    real = p >= 0;
-  }
-  const int nreal = __syncthreads_count(real);
-  float acc[C::MT][C::NG][4];
-  // Split K (S > 1): block z runs k-blocks [z KBp, (z + 1) KBp); the last part to arrive sums the parts
-  // in part order (deterministic) and runs the epilogue; the others return.
-  const int z = S > 1 ? int(blockIdx.x) / nby : 0, KBp = KB / S;
-  const uint8_t* wq = a.gate_up_weight_shuffled + int64_t(tile.expert) * 2 * I * (H / 2) + z * KBp * 256;
-  const uint8_t* wsc = a.gate_up_weight_scale + int64_t(tile.expert) * 2 * I * KB + z * KBp;
-  bool done = false;
-  moe_wide27::dispatch_cols<C>(nreal, [&](auto n_tag) {
-    constexpr int NC = decltype(n_tag)::value;
-    moe_fp8r::run_mainloop<C, NC, FORCE>(wq, wsc, ws.p.x8 + z * KBp * 32, KB, KBp, rg, xoff, smem, acc, rref, wflag);
-    if constexpr (S > 1) {
-      const moe_wide16::AccIndex<C> ixs;
-#pragma unroll
-      for (int m = 0; m < C::MT; ++m)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const float rowmul = numerics::exp2_f32(rref[ixs.row(m, 2 * h)]);
-#pragma unroll
-          for (int j = 0; j < NC / 8; ++j) {
-            acc[m][j][2 * h] *= rowmul;
-            acc[m][j][2 * h + 1] *= rowmul;
-          }
-        }
-      const size_t blk = size_t(bx) * nby + by;
-      constexpr int kVec = C::MT * C::NG * C::kThreads;  // float4 a part
-      float4* parts = reinterpret_cast<float4*>(sp.part) + blk * S * kVec;
-      const int tid = threadIdx.x;
-#pragma unroll
-      for (int m = 0; m < C::MT; ++m)
-#pragma unroll
-        for (int j = 0; j < NC / 8; ++j)
-          parts[z * kVec + (m * C::NG + j) * C::kThreads + tid] =
-              make_float4(acc[m][j][0], acc[m][j][1], acc[m][j][2], acc[m][j][3]);
-      int32_t* pf = sp.pflag + blk * S * C::BM;
-      for (int r = tid; r < C::BM; r += C::kThreads) pf[z * C::BM + r] = wflag[r];
-      __threadfence();
-      __syncthreads();
-      if (tid == 0) last = atomicAdd(&sp.cnt[blk], 1) == S - 1;
-      __syncthreads();
-      if (!last) {
-        done = true;
-        return;
-      }
-      __threadfence();
-#pragma unroll
-      for (int m = 0; m < C::MT; ++m)
-#pragma unroll
-        for (int j = 0; j < NC / 8; ++j) {
-          const float4 own = make_float4(acc[m][j][0], acc[m][j][1], acc[m][j][2], acc[m][j][3]);
-          float4 t = z == 0 ? own : __ldcg(parts + (m * C::NG + j) * C::kThreads + tid);
-          for (int q = 1; q < S; ++q) {
-            const float4 v = q == z ? own : __ldcg(parts + q * kVec + (m * C::NG + j) * C::kThreads + tid);
-            t.x += v.x;
-            t.y += v.y;
-            t.z += v.z;
-            t.w += v.w;
-          }
-          acc[m][j][0] = t.x;
-          acc[m][j][1] = t.y;
-          acc[m][j][2] = t.z;
-          acc[m][j][3] = t.w;
-        }
-      __syncthreads();  // every thread read rref above
-      for (int r = tid; r < C::BM; r += C::kThreads) {
-        int f = 0;
-        for (int q = 0; q < S; ++q) f |= __ldcg(pf + q * C::BM + r);
-        wflag[r] = f;
-        rref[r] = 0;  // the parts are scaled already
-      }
-      if (tid == 0) sp.cnt[blk] = 0;  // ready for the next call (the prologue zeroes it too)
-      __syncthreads();
-    }
-  });
-  if (done) return;
-  // (run_mainloop ends with a barrier: the pipeline buffers become the fp32 tile [BN][BM + 4])
-
-  constexpr int kStride = C::BM + 4;
-  float* tile_f = reinterpret_cast<float*>(smem);
-  const moe_wide16::AccIndex<C> ix;
-  bool mine = false;
-#pragma unroll
-  for (int m = 0; m < C::MT; ++m) {
-    float rowmul[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = ix.row(m, 2 * h);
-      rowmul[h] = numerics::exp2_f32(rref[r]);
-      mine |= wflag[r] != 0;
-    }
-#pragma unroll
-    for (int j = 0; j < C::NG; ++j)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int c = ix.col(j, i);
-        tile_f[c * kStride + ix.row(m, i)] = acc[m][j][i] * rowmul[i >> 1] * colmul[c];
-      }
-  }
-  if (int(threadIdx.x) < C::BN) mine |= xflag[threadIdx.x] != 0;
-  if (__syncthreads_or(mine)) {
-    const int warp = threadIdx.x / kLanes;
-    for (int idx = warp; idx < C::BN * C::BM; idx += C::kThreads / kLanes) {
-      const int c = idx / C::BM, r = idx % C::BM;
-      if (tok[c] < 0 || !(wflag[r] || xflag[c])) continue;
-      const int64_t n = int64_t(tile.expert) * 2 * I + rg[r / 16] * 16 + r % 16;
-      const int t = tok[c];
-      const float v = moe_fp8r::exact_dot(a.gate_up_weight + n * (H / 2), a.gate_up_weight_scale + n * KB,
-                                          ws.p.x8 + int64_t(t) * H, ws.p.xs + int64_t(t) * KB, ws.xr[2 * t + 1] != 0,
-                                          ws.xr[2 * t], KB);
-      if (threadIdx.x % kLanes == 0) tile_f[c * kStride + r] = v;
-    }
-    __syncthreads();
-  }
-
-  {
-    static_assert(C::BN * (C::BM / 16) % C::kThreads == 0, "whole passes");
-    moe_fp8r::swiglu_requant<C, FORCE>(tile_f, tok, tile.row0, n0, I, ws);  // moe_fp8r's epilogue
-  }
+  if (!moe_wide27::gate_up_block<C, false, FORCE, S>(a, ws, sp, bx, by, nby, S > 1 ? int(blockIdx.x) / nby : 0))
+    return;
   // OVL: this block's a8 / as / aflag stores before the tile's count (down waits for I / (BM / 2) of them).
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) atomicAdd(ready + bx, 1);
 }
-
-template <class C, int NCOLS, int FORCE, class Wait>
-__device__ inline void down_run(const MoeArgs& a, const Ws& ws, const Tile& tile, int s0, int s1, const int* pair,
-                                const float* weight, int* aflg, int* rref, int* wflag, uint8_t* smem, Wait wait) {
-#if defined(MOE_WG8_DEVICE)
-  using L = moe_wide27::DLayout<C>;
-  const int H = a.cfg.d_hidden, I = a.cfg.d_expert, KB = I / 32;
-  const int tid = threadIdx.x, lane = tid % kLanes, wm = tid / kLanes;
-  const int g = lane / 4;
-  const int nk = KB / C::KS;
-  const int nf = (s1 - s0) * nk;
-  const uint32_t rg_bytes = uint32_t(KB) * 256u;
-  const uint8_t* w = a.down_weight_shuffled + int64_t(tile.expert) * H * (I / 2);
-  const uint8_t* wsc = a.down_weight_scale + int64_t(tile.expert) * H * KB;
-  const uint32_t slice_w = uint32_t(C::BM / 16) * rg_bytes, slice_s = uint32_t(C::BM) * uint32_t(KB);
-  uint8_t* act = smem + L::kPipeBytes;
-  const uint32_t sbo = uint32_t(I) * 8u;  // bytes between 8-row core-matrix groups of act
-  uint64_t pol = 0;
-  if constexpr (C::EF) pol = moe_fp8r::policy_evict_first();
-
-  uint32_t woff[C::kWPer];
-#pragma unroll
-  for (int n = 0; n < C::kWPer; ++n) {
-    const int i = tid + n * C::kThreads, r = i / (C::KS * 16), ch = i % (C::KS * 16);
-    woff[n] = uint32_t(r) * rg_bytes + uint32_t(ch) * 16u;
-  }
-  const int srow = tid % C::BM;
-  const uint32_t soff = uint32_t(srow) * uint32_t(KB);
-  auto load = [&](int slot, int sl, int q) {
-    uint8_t* st = smem + slot * L::kStageBytes;
-    const uint8_t* wb = w + uint32_t(sl) * slice_w + uint32_t(q * C::KS) * 256u;
-#pragma unroll
-    for (int n = 0; n < C::kWPer; ++n) {
-      if constexpr (C::EF) moe_fp8r::cp_async16_ef(st + C::kW + (tid + n * C::kThreads) * 16, wb + woff[n], pol);
-      else cp_async<16>(st + C::kW + (tid + n * C::kThreads) * 16, wb + woff[n]);
-    }
-    if (C::BM == C::kThreads || tid < C::BM)
-      cp_async<C::KS>(st + C::kWs + srow * C::KS, wsc + uint32_t(sl) * slice_s + q * C::KS + soff);
-  };
-  auto load_act = [&]() {
-    const int chunks = I / 16;  // 16-byte chunks of a row
-    const uint8_t* src = ws.p.a8 + int64_t(tile.row0) * I;
-    for (int i = tid; i < NCOLS * chunks; i += C::kThreads) {
-      const int c = (i / (8 * chunks)) * 8 + i % 8, ch = (i / 8) % chunks;
-      cp_async<16>(act + (c / 8) * sbo + ch * 128 + (c % 8) * 16, src + int64_t(c) * I + ch * 16);
-    }
-  };
-
-  float acc[C::MT][C::NG][4];
-  int lo[C::MT][2];
-  uint32_t chk[C::MT][2], c0[C::MT][2], c1[C::MT][2];
-  auto zero = [&]() {
-#pragma unroll
-    for (int m = 0; m < C::MT; ++m)
-#pragma unroll
-      for (int j = 0; j < C::NG; ++j)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) acc[m][j][i] = 0.0f;
-  };
-  zero();
-  const uint32_t act_s = static_cast<uint32_t>(__cvta_generic_to_shared(act));
-  const uint64_t desc_act = moe_fp8r::smem_desc(act_s, sbo);
-  uint32_t areg[C::NB][C::MT][4];
-
-  auto body = [&](const uint8_t* st, int q) {
-    uint32_t sw[C::MT][2][C::KS / 4];
-#pragma unroll
-    for (int m = 0; m < C::MT; ++m)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const uint8_t* p = st + C::kWs + ((wm * C::MT + m) * 16 + g + 8 * h) * C::KS;
-        if constexpr (C::KS == 8) {
-          const uint2 v = *reinterpret_cast<const uint2*>(p);
-          sw[m][h][0] = v.x;
-          sw[m][h][1] = v.y;
-        } else {
-          sw[m][h][0] = *reinterpret_cast<const uint32_t*>(p);
-        }
-      }
-    uint32_t wn[C::MT][2];
-    auto read_words = [&](int u) {
-#pragma unroll
-      for (int m = 0; m < C::MT; ++m) {
-        const uint8_t* kb = st + C::kW + ((wm * C::MT + m) * C::KS + u) * 256;
-        wn[m][0] = *reinterpret_cast<const uint32_t*>(kb + 4 * lane);
-        wn[m][1] = *reinterpret_cast<const uint32_t*>(kb + 128 + 4 * lane);
-      }
-    };
-    read_words(0);
-    const uint64_t desc0 = desc_act + uint64_t(q * C::KS * 256 / 16);
-    auto kblock = [&](auto u_tag) {
-      constexpr int u = decltype(u_tag)::value;
-      constexpr int b = u % C::NB;
-      uint32_t wc[C::MT][2];
-#pragma unroll
-      for (int m = 0; m < C::MT; ++m) {
-        wc[m][0] = wn[m][0];
-        wc[m][1] = wn[m][1];
-      }
-#pragma unroll
-      for (int m = 0; m < C::MT; ++m) {
-        uint32_t t0[2], t1[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const uint32_t bb = __byte_perm(sw[m][h][u / 4], 0u, 0x4440u + (u % 4));
-          t0[h] = bb * moe_fp8r::kK0 + c0[m][h];
-          t1[h] = bb * moe_fp8r::kK1 + c1[m][h];
-          chk[m][h] = max(chk[m][h], bb - uint32_t(lo[m][h]));
-        }
-        moe_fp8r::decode8(wc[m][0], t0[0], t1[0], areg[b][m][0], areg[b][m][2]);
-        moe_fp8r::decode8(wc[m][1], t0[1], t1[1], areg[b][m][1], areg[b][m][3]);
-      }
-      moe_wg8::wg_fence();
-#pragma unroll
-      for (int m = 0; m < C::MT; ++m) moe_fp8r::wgmma_e4m3<NCOLS, C::NG>(acc[m], areg[b][m], desc0 + uint64_t(u * 256 / 16));
-      moe_wg8::wg_commit();
-      if constexpr (u + 1 < C::KS) read_words(u + 1);
-      moe_wg8::wg_wait<C::NB - 1>();
-    };
-    [&]<int... U>(std::integer_sequence<int, U...>) {
-      (kblock(std::integral_constant<int, U>{}), ...);
-    }(std::make_integer_sequence<int, C::KS>{});
-  };
-
-  int ld_sl = s0, ld_q = 0;
-#pragma unroll
-  for (int s = 0; s < C::STAGES - 1; ++s) {
-    if (s < nf) {
-      load(s, ld_sl, ld_q);
-      if (++ld_q == nk) ld_q = 0, ++ld_sl;
-    }
-    cp_commit();
-  }
-  // DEP (dependent launch): the weight stages above do not depend on gate_up; its output (the SwiGLU
-  // rows and their flags) is read after the wait.
-  wait();  // the tile's gate_up blocks are done (their stores visible through L2)
-  int flg = 0;
-  if (tid < C::BN) {
-    aflg[tid] = pair[tid] >= 0 && __ldcg(ws.aflag + tile.row0 + tid);
-    flg = aflg[tid];
-  }
-  const bool any_aflag = __syncthreads_or(flg) != 0;
-  load_act();
-  cp_commit();
-
-  const moe_wide16::AccIndex<C> ix;
-  int f = 0;
-  for (int sl = s0; sl < s1; ++sl) {  // (slices outside, stages inside: no accumulator access in a branch)
-    for (int q = 0; q < nk; ++q, ++f) {
-      if (f == 0) cp_wait<0>();
-      else cp_wait<C::STAGES - 2>();
-      moe_wg8::wg_wait<0>();
-      moe_wg8::proxy_fence();
-      __syncthreads();  // step f landed everywhere; step f - 1 no longer read
-      const uint8_t* st = smem + (f % C::STAGES) * L::kStageBytes;
-      if (f + C::STAGES - 1 < nf) {
-        load((f + C::STAGES - 1) % C::STAGES, ld_sl, ld_q);
-        if (++ld_q == nk) ld_q = 0, ++ld_sl;
-      }
-      cp_commit();
-      if (q == 0) {  // the slice's window from its first stage (largest byte at d = 3)
-#pragma unroll
-        for (int m = 0; m < C::MT; ++m)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const uint8_t* p = st + C::kWs + ((wm * C::MT + m) * 16 + g + 8 * h) * C::KS;
-            uint32_t v;
-            if constexpr (C::KS == 8) {
-              const uint2 vv = *reinterpret_cast<const uint2*>(p);
-              v = __vmaxu4(vv.x, vv.y);
-            } else {
-              v = *reinterpret_cast<const uint32_t*>(p);
-            }
-            v = __vmaxu4(v, v >> 16);
-            v = __vmaxu4(v, v >> 8);
-            lo[m][h] = int(v & 0xFFu) - 8;
-            c0[m][h] = moe_fp8r::kT0 - uint32_t(lo[m][h] + 5) * moe_fp8r::kK0;
-            c1[m][h] = moe_fp8r::kT1 - uint32_t(lo[m][h] + 5) * moe_fp8r::kK1;
-            chk[m][h] = 0u;
-          }
-      }
-      body(st, q);
-    }
-    // The slice's last stage is in: weighted rows out, then its fix-up.
-    moe_wg8::wg_wait<0>();
-#pragma unroll
-    for (int m = 0; m < C::MT; ++m)
-#pragma unroll
-      for (int j = 0; j < C::NG; ++j)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) moe_wg8::reg_fence(acc[m][j][i]);
-    bool bad = false;
-#pragma unroll
-    for (int m = 0; m < C::MT; ++m)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const float rowmul = numerics::exp2_f32(lo[m][h] + 5 - 127);
-        bad |= chk[m][h] > 11u || (FORCE && ix.row(m, 2 * h) % 97 == 11);
-#pragma unroll
-        for (int j = 0; j < C::NG; ++j) {
-          acc[m][j][2 * h] *= rowmul;
-          acc[m][j][2 * h + 1] *= rowmul;
-        }
-      }
-    const int n0 = sl * C::BM;
-    moe_tiled::store_weighted_rows<C>(ix, acc, pair, weight, ws.p.y, H, n0);
-    if (__syncthreads_or(bad || any_aflag)) {
-#pragma unroll
-      for (int m = 0; m < C::MT; ++m)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int r = ix.row(m, 2 * h);
-          if (tid % 4 == 0) {
-            rref[r] = lo[m][h] + 5 - 127;
-            wflag[r] = chk[m][h] > 11u || (FORCE && r % 97 == 11);
-          }
-        }
-      __syncthreads();
-      const int warp = tid / kLanes;
-      for (int idx = warp; idx < C::BN * C::BM; idx += C::kThreads / kLanes) {
-        const int c = idx / C::BM, r = idx % C::BM;
-        if (pair[c] < 0 || !(wflag[r] || aflg[c])) continue;
-        const int64_t n = int64_t(tile.expert) * H + n0 + r;
-        const int64_t row = tile.row0 + c;
-        const float v = moe_fp8r::exact_dot_cg(a.down_weight + n * (I / 2), a.down_weight_scale + n * KB,
-                                            ws.p.a8 + row * I, ws.p.as + row * KB, aflg[c] != 0, 0, KB);
-        if (lane == 0) ws.p.y[int64_t(pair[c]) * H + n0 + r] = weight[c] * v;
-      }
-      __syncthreads();
-    }
-    zero();
-  }
-  cp_wait<0>();
-#else
-  (void)a, (void)ws, (void)tile, (void)s0, (void)s1, (void)pair, (void)weight, (void)aflg;
-  (void)rref, (void)wflag, (void)smem;
-#if defined(__CUDA_ARCH__)
-  __trap();  // built without sm_90a features: never dispatched to (needs sm_90a)
-#endif
-#endif
-}
-
 
 // The combine of column group g (columns [g gw, min(H, (g + 1) gw))) for items (token, 4 columns) begin + kIt t +
 // step i (t: the thread) below end (-1: all): out = bf16 of the token's slots summed in slot order from 0.0f
@@ -539,7 +148,8 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void down_comb(MoeArgs 
     __syncthreads();
   };
   moe_wide27::dispatch_cols<C>(nreal, [&](auto n_tag) {
-    down_run<C, decltype(n_tag)::value, FORCE>(a, ws, tile, s0, s1, pair, weight, aflg, rref, wflag, smem, wait);
+    moe_wide27::down_run<C, decltype(n_tag)::value, FORCE, decltype(wait), true>(a, ws, tile, s0, s1, pair, weight,
+                                                                              aflg, rref, wflag, smem, wait);
   });
   if constexpr (FC == 4) {
     __threadfence();  // this thread's y stores before the group's count

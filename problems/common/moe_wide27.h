@@ -177,8 +177,10 @@ constexpr int gate_up_smem() {
 // Stage 1 (dependent launch). grid (tiles_max, I / (BM / 2)), tiles in reverse route order (the shared
 // expert's full tiles first): BM/2 gate + BM/2 up rows x BN sorted rows, SwiGLU, bf16 rounding,
 // requantization (A16: v22's bf16-folded a; else moe_fp8r's e4m3 a with its scale bytes and row flags).
+// One block's work: tile bt (in reverse route order), column block by of nby, split-K part z. Returns whether the
+// block ran the epilogue (false: no such tile, or a split-K part that was not the last to arrive).
 template <class C, bool A16, int FORCE, int S>
-__global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void gate_up(MoeArgs a, Ws ws, Split sp) {
+__device__ inline bool gate_up_block(const MoeArgs& a, const Ws& ws, const Split& sp, int bt, int by, int nby, int z) {
   extern __shared__ __align__(128) uint8_t smem[];
   __shared__ int rg[C::BM / 16];
   __shared__ uint32_t xoff[C::BN];
@@ -191,11 +193,11 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void gate_up(MoeArgs a,
   moe_wg8::dep_wait();
   moe_wg8::dep_release();
   const int n_tiles = *ws.p.n_tiles;
-  if (int(blockIdx.x) >= n_tiles) return;
-  const Tile tile = ws.p.tiles[n_tiles - 1 - int(blockIdx.x)];
+  if (bt >= n_tiles) return false;
+  const Tile tile = ws.p.tiles[n_tiles - 1 - bt];
   const int H = a.cfg.d_hidden, I = a.cfg.d_expert, T = a.cfg.total_top_k, KB = H / 32;
   constexpr int kHalf = C::BM / 2;
-  const int n0 = blockIdx.y * kHalf;
+  const int n0 = by * kHalf;
   for (int i = threadIdx.x; i < C::BM / 16; i += C::kThreads) rg[i] = (i < kHalf / 16 ? n0 : I + n0 - kHalf) / 16 + i;
   bool real = false;
   if (int(threadIdx.x) < C::BN) {
@@ -214,7 +216,7 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void gate_up(MoeArgs a,
   float acc[C::MT][C::NG][4];
   // Split K (S > 1): block z runs k-blocks [z KBp, (z + 1) KBp); the last part to arrive sums the parts
   // in part order (deterministic) and runs the epilogue; the others return.
-  const int z = S > 1 ? int(blockIdx.z) : 0, KBp = KB / S;
+  const int KBp = KB / S;
   const uint8_t* wq = a.gate_up_weight_shuffled + int64_t(tile.expert) * 2 * I * (H / 2) + z * KBp * 256;
   const uint8_t* wsc = a.gate_up_weight_scale + int64_t(tile.expert) * 2 * I * KB + z * KBp;
   bool done = false;
@@ -234,7 +236,7 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void gate_up(MoeArgs a,
             acc[m][j][2 * h + 1] *= rowmul;
           }
         }
-      const size_t blk = size_t(blockIdx.x) * gridDim.y + blockIdx.y;
+      const size_t blk = size_t(bt) * nby + by;
       constexpr int kVec = C::MT * C::NG * C::kThreads;  // float4 a part
       float4* parts = reinterpret_cast<float4*>(sp.part) + blk * S * kVec;
       const int tid = threadIdx.x;
@@ -284,7 +286,7 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void gate_up(MoeArgs a,
       __syncthreads();
     }
   });
-  if (done) return;
+  if (done) return false;
   // (run_mainloop ends with a barrier: the pipeline buffers become the fp32 tile [BN][BM + 4])
 
   constexpr int kStride = C::BM + 4;
@@ -343,6 +345,12 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void gate_up(MoeArgs a,
     static_assert(C::BN * (C::BM / 16) % C::kThreads == 0, "whole passes");
     moe_fp8r::swiglu_requant<C, FORCE>(tile_f, tok, tile.row0, n0, I, ws);  // moe_fp8r's epilogue
   }
+  return true;
+}
+
+template <class C, bool A16, int FORCE, int S>
+__global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void gate_up(MoeArgs a, Ws ws, Split sp) {
+  gate_up_block<C, A16, FORCE, S>(a, ws, sp, int(blockIdx.x), int(blockIdx.y), int(gridDim.y), S > 1 ? int(blockIdx.z) : 0);
 }
 
 // Stage 2. grid (tiles_max, H / BM), tiles in reverse route order: y[pair, n] = weight * (a W_down^T)
@@ -429,10 +437,12 @@ constexpr int down_slices_smem(int I) {
   return DLayout<C>::kPipeBytes + C::BN * I;
 }
 
-template <class C, int NCOLS, int FORCE, bool DEP>
+// wait(): called once the weight stages that do not depend on gate_up are in flight; gate_up's output (the
+// SwiGLU rows and their flags) is read after it. CG: that output is read through L2 (moe_w32's overlapped down
+// reads it while gate_up's grid still runs).
+template <class C, int NCOLS, int FORCE, class Wait, bool CG = false>
 __device__ inline void down_run(const MoeArgs& a, const Ws& ws, const Tile& tile, int s0, int s1, const int* pair,
-                                const float* weight, int* aflg, int* rref, int* wflag,
-                                uint8_t* smem) {
+                                const float* weight, int* aflg, int* rref, int* wflag, uint8_t* smem, Wait wait) {
 #if defined(MOE_WG8_DEVICE)
   using L = DLayout<C>;
   const int H = a.cfg.d_hidden, I = a.cfg.d_expert, KB = I / 32;
@@ -562,12 +572,10 @@ __device__ inline void down_run(const MoeArgs& a, const Ws& ws, const Tile& tile
     }
     cp_commit();
   }
-  // DEP (dependent launch): the weight stages above do not depend on gate_up; its output (the SwiGLU
-  // rows and their flags) is read after the wait.
-  if constexpr (DEP) moe_wg8::dep_wait();
+  wait();
   int flg = 0;
   if (tid < C::BN) {
-    aflg[tid] = pair[tid] >= 0 && ws.aflag[tile.row0 + tid];
+    aflg[tid] = pair[tid] >= 0 && (CG ? __ldcg(ws.aflag + tile.row0 + tid) : ws.aflag[tile.row0 + tid]);
     flg = aflg[tid];
   }
   const bool any_aflag = __syncthreads_or(flg) != 0;
@@ -653,8 +661,10 @@ __device__ inline void down_run(const MoeArgs& a, const Ws& ws, const Tile& tile
         if (pair[c] < 0 || !(wflag[r] || aflg[c])) continue;
         const int64_t n = int64_t(tile.expert) * H + n0 + r;
         const int64_t row = tile.row0 + c;
-        const float v = moe_fp8r::exact_dot(a.down_weight + n * (I / 2), a.down_weight_scale + n * KB,
-                                            ws.p.a8 + row * I, ws.p.as + row * KB, aflg[c] != 0, 0, KB);
+        const uint8_t *wrow = a.down_weight + n * (I / 2), *srow = a.down_weight_scale + n * KB;
+        float v;
+        if constexpr (CG) v = moe_fp8r::exact_dot_cg(wrow, srow, ws.p.a8 + row * I, ws.p.as + row * KB, aflg[c] != 0, 0, KB);
+        else v = moe_fp8r::exact_dot(wrow, srow, ws.p.a8 + row * I, ws.p.as + row * KB, aflg[c] != 0, 0, KB);
         if (lane == 0) ws.p.y[int64_t(pair[c]) * H + n0 + r] = weight[c] * v;
       }
       __syncthreads();
@@ -700,7 +710,9 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void down_slices(MoeArg
   }
   const int nreal = __syncthreads_count(real);
   dispatch_cols<C>(nreal, [&](auto n_tag) {
-    down_run<C, decltype(n_tag)::value, FORCE, DEP>(a, ws, tile, s0, s1, pair, weight, aflg, rref, wflag, smem);
+    down_run<C, decltype(n_tag)::value, FORCE>(a, ws, tile, s0, s1, pair, weight, aflg, rref, wflag, smem, [] {
+      if constexpr (DEP) moe_wg8::dep_wait();  // a dependent launch: gate_up's output is read after this
+    });
   });
 }
 
