@@ -6,7 +6,7 @@
 //     written straight from the P V accumulators with one barrier; bs 32 / kv 8192's 4 splits merged in the
 //     kernel: cooperative launch, each split block merges a quarter of the heads from the partials in L2);
 //   - the other large shapes: v22's large path exactly (mla_dims3::Dims3<3, F16P | QP | EF, 2>).
-// Measurements: docs/perf-mla-large3.md. Env MLA_D5_* (measurement only): see mla_fp8_dims5.h.
+// Measurements: docs/perf.md, section "mla_decode v24" (the helper's notes: docs/perf-mla-large3.md).
 // AMD builds run v6's kernel, as v8, v11-v23 do.
 #include "problems/common/mla_fp8_tile.h"
 #include "problems/common/mla_fp8_dcl2.h"
@@ -29,11 +29,10 @@ using Small = d::SmallPath<2, 3, kOpt1, kOptN>;
 using Clustered = mla_dims4::ClusterPath<3, mla_dims4::kF16P | mla_dims4::kQP | mla_dims4::kEF, 2>;  // v23's
 using Direct = mla_dims5::DirPath<3, mla_dims5::kF16P | mla_dims5::kQP | mla_dims5::kEF, 2, true>;
 using Large = mla_dims3::Dims3<3, mla_dims3::kF16P | mla_dims3::kQP | mla_dims3::kEF, 2>;  // v22's
-// Measurement only: MLA_D5_OFF=1 gives v23's paths on every shape.
 int pick(const MlaDecodeConfig& c) {
   if (Small::applies(c)) return 0;
   if (Clustered::applies(c)) return 1;
-  if (Direct::applies(c) && mla_dims5::env_int("MLA_D5_OFF", 0) == 0) return 2;
+  if (Direct::applies(c)) return 2;
   return 3;
 }
 size_t workspace_bytes(const MlaDecodeConfig& c) {
