@@ -6,7 +6,7 @@
 //    needs no wait_group(0) (moe_fp8r drains the tensor unit there). 4 stages of 4 k-blocks (148 KB; 5 stages with
 //    the drain in v29).
 //  - gate_up's SwiGLU / requantization epilogue and the prologue's hidden-state quantizer round to e2m1 without branches
-//    (e2m1_code_fast = numerics::f32_to_e2m1_ties_away for every float, checked exhaustively on the CPU): the rounding
+//    (numerics::f32_to_e2m1_ties_away_branchless: the same codes as f32_to_e2m1_ties_away for every float): the rounding
 //    ladder's divergent branches were the largest cost of gate_up's epilogue (19% of its stall samples).
 // Tried and not kept (docs/perf-moe-ws.md): 2 or 3 wgmma groups in flight (ptxas serializes the wgmmas, C7513, in
 // every form tried), split copy roles (activations by one half of the threads, weights by the other), the next
@@ -265,18 +265,6 @@ __device__ inline void run_mainloop(const uint8_t* w, const uint8_t* wsc, const 
   __syncthreads();
 }
 
-// numerics::f32_to_e2m1_ties_away without branches (the same code for every float, NaN included): |f| >= 1 rounds
-// to one mantissa bit, ties away, on the bits (code 2 + 2 (exponent) + mantissa bit, clamped at 7: inf / NaN too);
-// below 1 the two thresholds 0.25 / 0.75; NaN has no sign.
-HD inline uint32_t e2m1_code_fast(float f) {
-  const uint32_t b = numerics::f32_bits(f), ab = b & 0x7FFFFFFFu;
-  const uint32_t r = (ab + 0x200000u) >> 22;
-  const uint32_t hi = (r < 259u ? r : 259u) - 252u;
-  const uint32_t lo = uint32_t(ab >= 0x3E800000u) + uint32_t(ab >= 0x3F400000u);
-  const uint32_t k = ab >= 0x3F800000u ? hi : lo;
-  return ab > 0x7F800000u ? 7u : (k | ((b >> 28) & 8u));
-}
-
 // moe_fp8r::swiglu_requant (the same values bit for bit) with the branch-free e2m1 rounding and two items a step.
 template <class C, int FORCE>
 __device__ __forceinline__ void swiglu_requant(const float* tile_f, const int* tok, int row0, int n0, int I,
@@ -304,7 +292,7 @@ __device__ __forceinline__ void swiglu_requant(const float* tile_f, const int* t
     const float inv = numerics::exp2_f32(-s);
     uint32_t q = 0;
 #pragma unroll
-    for (int k = 0; k < 8; ++k) q |= e2m1_code_fast(xv[k] * inv) << (4 * k);
+    for (int k = 0; k < 8; ++k) q |= numerics::f32_to_e2m1_ties_away_branchless(xv[k] * inv) << (4 * k);
     int nz = (q & 0x77777777u) != 0u;
     nz |= __shfl_xor(nz, 1);
     nz |= __shfl_xor(nz, 2);
@@ -339,7 +327,7 @@ __device__ __forceinline__ void token_codes(const uint16_t* hrow, int tid, int n
     s[j] = moe_tiled::hidden8_block_scale(hrow, i, n8, v);
     const float inv = numerics::exp2_f32(-s[j]);
 #pragma unroll
-    for (int k = 0; k < 8; ++k) cw[j] |= e2m1_code_fast(v[k] * inv) << (4 * k);
+    for (int k = 0; k < 8; ++k) cw[j] |= numerics::f32_to_e2m1_ties_away_branchless(v[k] * inv) << (4 * k);
     int nz = (cw[j] & 0x77777777u) != 0u;
     nz |= __shfl_xor(nz, 1);
     nz |= __shfl_xor(nz, 2);

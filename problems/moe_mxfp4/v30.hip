@@ -22,4 +22,4 @@ MOE_MXFP4_VARIANT("v30", gpu,
                   "v29 + moe_ws30's 64-row fp8 path (no wgmma drain at stage barriers, branch-free e2m1 rounding in the quantizers)",
                   "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
                   "gate_up_weight_scale,down_weight_scale,topk_weights,topk_ids",
-                  0);
+                  ::harness::kVariantMatrix8bit);

@@ -22,4 +22,4 @@ MOE_MXFP4_VARIANT("v30f", gpu,
                   "test only: v30's 64-row path with the exact fix-up forced on some weight rows and SwiGLU rows",
                   "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
                   "gate_up_weight_scale,down_weight_scale,topk_weights,topk_ids",
-                  0);
+                  ::harness::kVariantMatrix8bit);
