@@ -533,8 +533,9 @@ __device__ __forceinline__ void token_codes(const uint16_t* hrow, int tid, int n
     const int i = tid + j * QT;
     float v[8];
     s[j] = moe_tiled::hidden8_block_scale(hrow, i, n8, v);
+    const float inv = numerics::exp2_f32(-s[j]);
 #pragma unroll
-    for (int k = 0; k < 8; ++k) cw[j] |= mxfp4::quantize_dynamic_code(v[k], s[j]) << (4 * k);
+    for (int k = 0; k < 8; ++k) cw[j] |= numerics::f32_to_e2m1_ties_away_branchless(v[k] * inv) << (4 * k);
     int nz = (cw[j] & 0x77777777u) != 0u;
     nz |= __shfl_xor(nz, 1);
     nz |= __shfl_xor(nz, 2);
@@ -627,11 +628,13 @@ constexpr int gate_up_smem() {
 
 // SwiGLU, bf16 rounding and requantization of the fp32 tile [BN][BM + 4] (kHalf gate columns, then kHalf up) into
 // e4m3 a: 8 consecutive columns a thread (a quarter of a 32-value block: the block's amax over the 4 lanes of its
-// quarters), two 4-byte stores in position order; blocks outside the e4m3 window flagged for the exact fix-up.
+// quarters), two 4-byte stores in position order; blocks outside the e4m3 window flagged for the exact fix-up. The
+// e2m1 rounding without branches and two items a step: ~4% of the 64-row path (docs/perf.md, section "moe_mxfp4 v30").
 template <class C, int FORCE>
 __device__ __forceinline__ void swiglu_requant(const float* tile_f, const int* tok, int row0, int n0, int I, const Ws& ws) {
   constexpr int kHalf = C::BM / 2, kStride = C::BM + 4;
   constexpr int kQuarters = kHalf / 8, kItems = C::BN * kQuarters;
+#pragma unroll 2
   for (int it = threadIdx.x; it < kItems; it += C::kThreads) {
     const int c = it / kQuarters, nq = (it % kQuarters) * 8;  // nq: first column (of kHalf)
     const float* gp = tile_f + c * kStride + nq;
@@ -649,9 +652,10 @@ __device__ __forceinline__ void swiglu_requant(const float* tile_f, const int* t
     amax = fmaxf(amax, __shfl_xor(amax, 1));
     amax = fmaxf(amax, __shfl_xor(amax, 2));
     const int s = numerics::mxfp4_dynamic_scale_exp(amax);
+    const float inv = numerics::exp2_f32(-s);
     uint32_t q = 0;
 #pragma unroll
-    for (int k = 0; k < 8; ++k) q |= mxfp4::quantize_dynamic_code(xv[k], s) << (4 * k);
+    for (int k = 0; k < 8; ++k) q |= numerics::f32_to_e2m1_ties_away_branchless(xv[k] * inv) << (4 * k);
     int nz = (q & 0x77777777u) != 0u;
     nz |= __shfl_xor(nz, 1);
     nz |= __shfl_xor(nz, 2);
@@ -660,8 +664,9 @@ __device__ __forceinline__ void swiglu_requant(const float* tile_f, const int* t
     const bool flag = (nz && (s < -8 || s > 6)) || (FORCE && row % 41 == 3);
     const int d = (flag || s < -8 || s > 6) ? 0 : s;
     uint8_t* dst = ws.p.a8 + row * I + n0 + (nq & ~31) + 4 * ((nq / 8) % 4);
-    *reinterpret_cast<uint32_t*>(dst) = e4m3x4_of(q, d);
-    *reinterpret_cast<uint32_t*>(dst + 16) = e4m3x4_of(q >> 16, d);
+    const uint32_t elo = e4m3x4_of(q, d), ehi = e4m3x4_of(q >> 16, d);
+    *reinterpret_cast<uint32_t*>(dst) = elo;
+    *reinterpret_cast<uint32_t*>(dst + 16) = ehi;
     if (nq % 32 == 0) {
       ws.p.as[row * (I / 32) + (n0 + nq) / 32] = uint8_t(s + 127);
       if (flag) ws.aflag[row] = 1;

@@ -1,14 +1,15 @@
 // moe_ws30: v29's 64-row fp8 path (moe_fp8_rows2.h: 160-row tiles, route_even, the OVL + PRO launch chain; the
 // operands, weight decode, wgmma order, epilogue arithmetic and exact fix-up of moe_fp8_rows.h: the output is v29's bit
-// for bit), measured in docs/perf-moe-ws.md:
+// for bit), measured in docs/perf.md, section "moe_mxfp4 v30":
 //  - The copies run STAGES - 2 stages ahead instead of STAGES - 1: the slot written during stage ks is stage ks - 2's,
 //    whose wgmma groups every warp has retired once it passed stage ks - 1's last wait_group(1), so the stage barrier
 //    needs no wait_group(0) (moe_fp8r drains the tensor unit there). 4 stages of 4 k-blocks (148 KB; 5 stages with
 //    the drain in v29).
 //  - gate_up's SwiGLU / requantization epilogue and the prologue's hidden-state quantizer round to e2m1 without branches
 //    (numerics::f32_to_e2m1_ties_away_branchless: the same codes as f32_to_e2m1_ties_away for every float): the rounding
-//    ladder's divergent branches were the largest cost of gate_up's epilogue (19% of its stall samples).
-// Tried and not kept (docs/perf-moe-ws.md): 2 or 3 wgmma groups in flight (ptxas serializes the wgmmas, C7513, in
+//    ladder's divergent branches were the largest cost of gate_up's epilogue (19% of its stall samples). Measured here
+//    as copies; moe_fp8r::swiglu_requant / token_codes now do it for every fp8 path, this one included.
+// Tried and not kept (docs/perf.md, section "moe_mxfp4 v30"): 2 or 3 wgmma groups in flight (ptxas serializes the wgmmas, C7513, in
 // every form tried), split copy roles (activations by one half of the threads, weights by the other), the next
 // k-block's weight words or the copies before the wgmmas, 6 stages, no proxy fence (measurement only).
 #pragma once
@@ -265,129 +266,7 @@ __device__ inline void run_mainloop(const uint8_t* w, const uint8_t* wsc, const 
   __syncthreads();
 }
 
-// moe_fp8r::swiglu_requant (the same values bit for bit) with the branch-free e2m1 rounding and two items a step.
-template <class C, int FORCE>
-__device__ __forceinline__ void swiglu_requant(const float* tile_f, const int* tok, int row0, int n0, int I,
-                                               const moe_fp8r::Ws& ws) {
-  constexpr int kHalf = C::BM / 2, kStride = C::BM + 4;
-  constexpr int kQuarters = kHalf / 8, kItems = C::BN * kQuarters;
-#pragma unroll 2
-  for (int it = threadIdx.x; it < kItems; it += C::kThreads) {
-    const int c = it / kQuarters, nq = (it % kQuarters) * 8;
-    const float* gp = tile_f + c * kStride + nq;
-    const float4 g0 = *reinterpret_cast<const float4*>(gp), g1 = *reinterpret_cast<const float4*>(gp + 4);
-    const float4 u0 = *reinterpret_cast<const float4*>(gp + kHalf), u1 = *reinterpret_cast<const float4*>(gp + kHalf + 4);
-    const float gv[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
-    const float uv[8] = {u0.x, u0.y, u0.z, u0.w, u1.x, u1.y, u1.z, u1.w};
-    float xv[8], amax = 0.0f;
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      const float silu = gv[k] / (1.0f + expf(-gv[k]));
-      xv[k] = numerics::bf16_to_f32(numerics::f32_to_bf16(silu * uv[k]));
-      amax = fmaxf(amax, mxfp4::abs_for_amax(xv[k]));
-    }
-    amax = fmaxf(amax, __shfl_xor(amax, 1));
-    amax = fmaxf(amax, __shfl_xor(amax, 2));
-    const int s = numerics::mxfp4_dynamic_scale_exp(amax);
-    const float inv = numerics::exp2_f32(-s);
-    uint32_t q = 0;
-#pragma unroll
-    for (int k = 0; k < 8; ++k) q |= numerics::f32_to_e2m1_ties_away_branchless(xv[k] * inv) << (4 * k);
-    int nz = (q & 0x77777777u) != 0u;
-    nz |= __shfl_xor(nz, 1);
-    nz |= __shfl_xor(nz, 2);
-    if (tok[c] < 0) continue;
-    const int64_t row = row0 + c;
-    const bool flag = (nz && (s < -8 || s > 6)) || (FORCE && row % 41 == 3);
-    const int d = (flag || s < -8 || s > 6) ? 0 : s;
-    uint8_t* dst = ws.p.a8 + row * I + n0 + (nq & ~31) + 4 * ((nq / 8) % 4);
-    const uint32_t elo = moe_fp8r::e4m3x4_of(q, d), ehi = moe_fp8r::e4m3x4_of(q >> 16, d);
-    *reinterpret_cast<uint32_t*>(dst) = elo;
-    *reinterpret_cast<uint32_t*>(dst + 16) = ehi;
-    if (nq % 32 == 0) {
-      ws.p.as[row * (I / 32) + (n0 + nq) / 32] = uint8_t(s + 127);
-      if (flag) ws.aflag[row] = 1;
-    }
-  }
-}
-
-// moe_fp8r::token_codes with the branch-free e2m1 rounding (the same codes).
-template <int QT, int kMaxJ>
-__device__ __forceinline__ void token_codes(const uint16_t* hrow, int tid, int n8, uint32_t (&cw)[kMaxJ], int (&s)[kMaxJ],
-                                            int& mx, int& mn) {
-  mx = -100000;
-  mn = 100000;
-#pragma unroll
-  for (int j = 0; j < kMaxJ; ++j) {
-    cw[j] = 0u;
-    s[j] = 0;
-    if (j * QT >= n8) continue;  // uniform
-    const int i = tid + j * QT;
-    float v[8];
-    s[j] = moe_tiled::hidden8_block_scale(hrow, i, n8, v);
-    const float inv = numerics::exp2_f32(-s[j]);
-#pragma unroll
-    for (int k = 0; k < 8; ++k) cw[j] |= numerics::f32_to_e2m1_ties_away_branchless(v[k] * inv) << (4 * k);
-    int nz = (cw[j] & 0x77777777u) != 0u;
-    nz |= __shfl_xor(nz, 1);
-    nz |= __shfl_xor(nz, 2);
-    if (i < n8 && nz) {
-      mx = max(mx, s[j]);
-      mn = min(mn, s[j]);
-    }
-  }
-}
-
-// moe_fp8r2::prologue (quantizer blocks + route_even in the last block) with this token_codes.
-__global__ __launch_bounds__(moe_fp8r2::kQGroups * moe_fp8r2::kQThreads) void prologue(
-    const uint16_t* hidden, int M, int H, uint8_t* x8, uint8_t* xs, int32_t* xr, int32_t* aflag, const int32_t* topk_ids,
-    int P, int E, int T, int rows_max, int32_t* sorted_pair, TileE* tiles, int32_t* n_tiles, int32_t* ready, int tiles_max) {
-  constexpr int kQGroups = moe_fp8r2::kQGroups, kQThreads = moe_fp8r2::kQThreads;
-  extern __shared__ int smem_route[];
-  moe_wg8::dep_release();
-  const int nqb = (M + kQGroups - 1) / kQGroups;
-  if (int(blockIdx.x) == nqb) {
-    moe_fp8r2::route_even_body(topk_ids, P, E, T, rows_max, sorted_pair, tiles, n_tiles, ready, tiles_max, smem_route);
-    return;
-  }
-  constexpr int kMaxJ = 4, kW = kQThreads / kLanes;
-  __shared__ int red[kQGroups][2][kW];
-  const int grp = threadIdx.x / kQThreads, tid = threadIdx.x % kQThreads;
-  const int t = blockIdx.x * kQGroups + grp, n8 = H / 8;
-  const bool valid = t < M;
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < rows_max; i += nqb * blockDim.x) aflag[i] = 0;
-  const uint16_t* hrow = hidden + int64_t(valid ? t : 0) * H;
-  uint32_t cw[kMaxJ];
-  int s[kMaxJ];
-  int mx, mn;
-  moe_ws30::token_codes<kQThreads>(hrow, tid, n8, cw, s, mx, mn);
-  for (int o = kLanes / 2; o > 0; o >>= 1) {
-    mx = max(mx, __shfl_xor(mx, o));
-    mn = min(mn, __shfl_xor(mn, o));
-  }
-  if (tid % kLanes == 0) {
-    red[grp][0][tid / kLanes] = mx;
-    red[grp][1][tid / kLanes] = mn;
-  }
-  __syncthreads();
-  mx = red[grp][0][0];
-  mn = red[grp][1][0];
-  for (int w = 1; w < kW; ++w) {
-    mx = max(mx, red[grp][0][w]);
-    mn = min(mn, red[grp][1][w]);
-  }
-  if (!valid) return;
-  const bool any = mx > -100000;
-  const bool flag = any && mx - mn > 14;
-  const int R = any ? mx - 6 : 0;
-  moe_fp8r::token_store<kQThreads>(cw, s, tid, n8, flag, R, x8, xs, t, H);
-  if (tid == 0) {
-    xr[2 * t] = R;
-    xr[2 * t + 1] = flag;
-  }
-}
-
-// moe_fp8r::gate_up_tile with this mainloop and swiglu_requant (the rest verbatim).
+// moe_fp8r::gate_up_tile with this mainloop (the rest verbatim).
 template <class C, int FORCE, class TileT, class ColF>
 __device__ __forceinline__ void gate_up_tile(const MoeArgs& a, const moe_fp8r::Ws& ws, const TileT& tile, ColF col,
                                              uint8_t* smem, int* rg, uint32_t* xoff, float* colmul, int* tok, int* xflag,
@@ -452,7 +331,7 @@ __device__ __forceinline__ void gate_up_tile(const MoeArgs& a, const moe_fp8r::W
     __syncthreads();
   }
 
-  moe_ws30::swiglu_requant<C, FORCE>(tile_f, tok, tile.row0, n0, I, ws);
+  moe_fp8r::swiglu_requant<C, FORCE>(tile_f, tok, tile.row0, n0, I, ws);
 }
 
 // moe_fp8r::down_tile with this mainloop (CGF / CGD as moe_fp8r2's down: true, true).
@@ -578,7 +457,7 @@ void launch(const MoeArgs& a) {
   const size_t route_smem = size_t(2 * s.E + kRouteThreads) * sizeof(int);
   static_assert(moe_fp8r2::kQGroups * moe_fp8r2::kQThreads == kRouteThreads, "the route block's size");
   const unsigned nqb = unsigned((s.M + moe_fp8r2::kQGroups - 1) / moe_fp8r2::kQGroups);
-  moe_ws30::prologue<<<nqb + 1, kRouteThreads, route_smem>>>(
+  moe_fp8r2::prologue<<<nqb + 1, kRouteThreads, route_smem>>>(
       a.hidden_states, int(s.M), int(s.H), ws.p.x8, ws.p.xs, ws.xr, ws.aflag, a.topk_ids, int(s.P), int(s.E), T,
       int(s.rows_max), ws.p.sorted_pair, ws2.tiles, ws.p.n_tiles, ws2.ready, int(s.tiles_max));
   moe_pipeline::check(hipGetLastError(), "ws30 prologue");

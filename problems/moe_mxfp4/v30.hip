@@ -1,6 +1,6 @@
 // v30: v29 with moe_ws30's 64-row path (E33 bs512 at d_expert 512 / 2048): v28's fp8 path with no wgmma drain at the
 // stage barriers (copies STAGES - 2 stages ahead, 4 stages) and branch-free e2m1 rounding in gate_up's SwiGLU
-// requantization and in the hidden-state quantizer; the output is v29's bit for bit (docs/perf-moe-ws.md). The other
+// requantization and in the hidden-state quantizer; the output is v29's bit for bit (docs/perf.md, section "moe_mxfp4 v30"). The other
 // shapes run v29's paths. Builds without mma.sync (AMD) run v11's dispatch, as v29.
 #include "problems/common/moe_dispatch.h"
 #include "problems/common/moe_rows8x.h"
