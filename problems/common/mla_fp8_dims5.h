@@ -7,7 +7,7 @@
 //  - fMg (with fDir and splits, one item a block, cooperative launch): mla_dims3's kMG in-kernel merge (count
 //    in, wait for the batch's splits, merge heads split (mod splits) from the partials in L2), its loads all
 //    in flight at once at 4 splits. bs 32 / kv 8192: -0.5 us.
-// Measured and dropped (docs/perf.md, section "mla_decode v24"; the helper's notes docs/perf-mla-large3.md): the
+// Measured and dropped (docs/perf.md, section "mla_decode v24"): the
 // kernel's O staging epilogue (F = 0), Path5 (each batch's splits a cluster merging through distributed shared
 // memory, tile stealing inside the cluster, the batches beyond the resident clusters as a programmatic dependent
 // grid with a last-arriver merge: slower), the globaltimer timeline and the MLA_D5_* environment knobs. The flag

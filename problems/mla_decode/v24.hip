@@ -6,7 +6,7 @@
 //     written straight from the P V accumulators with one barrier; bs 32 / kv 8192's 4 splits merged in the
 //     kernel: cooperative launch, each split block merges a quarter of the heads from the partials in L2);
 //   - the other large shapes: v22's large path exactly (mla_dims3::Dims3<3, F16P | QP | EF, 2>).
-// Measurements: docs/perf.md, section "mla_decode v24" (the helper's notes: docs/perf-mla-large3.md).
+// Measurements: docs/perf.md, section "mla_decode v24".
 // AMD builds run v6's kernel, as v8, v11-v23 do.
 #include "problems/common/mla_fp8_tile.h"
 #include "problems/common/mla_fp8_dcl2.h"
