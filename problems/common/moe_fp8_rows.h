@@ -245,6 +245,19 @@ __device__ __forceinline__ void wgmma_e4m3(float (&d)[NG][4], const uint32_t (&a
 // policy; kNoBranch, the next stage's copies issued without a branch (past the end, the last stage again, which
 // needs the next k-block index clamped). Configurations with these options clamp that index whether or not they
 // set kNoBranch, as they were measured (docs/perf.md, section "moe_mxfp4 v27").
+// DIST: how many stages ahead the copies run. STAGES - 1 (the default) writes the slot stage ks - 1 read, so each
+// stage barrier first drains this warp's wgmma groups; a configuration with DIST = STAGES - 2 (moe_ws30's) writes
+// stage ks - 2's slot, whose groups every warp retired before the barrier: no drain (docs/perf.md, section
+// "moe_mxfp4 v30").
+template <class C, class = void>
+struct LoopDist {
+  static constexpr int value = C::STAGES - 1;
+};
+template <class C>
+struct LoopDist<C, std::void_t<decltype(C::DIST)>> {
+  static constexpr int value = C::DIST;
+};
+
 template <class C, class = void>
 struct LoopOpts {
   static constexpr bool EF = false, kNoBranch = false, kClampNext = false;
@@ -402,15 +415,18 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
     }(std::make_integer_sequence<int, C::KS>{});
   };
 
+  constexpr int kDist = LoopDist<C>::value;
+  static_assert(kDist >= 1 && kDist <= C::STAGES - 1 && (kDist == C::STAGES - 1 || C::NB - 1 <= C::KS),
+                "copy distance; without the drain the groups in flight at a stage barrier must be the last stage's");
 #pragma unroll
-  for (int s = 0; s < C::STAGES - 1; ++s) {
+  for (int s = 0; s < kDist; ++s) {
     if (s < nk) load_part(std::integral_constant<int, -1>{}, s, s * C::KS);
     cp_commit();
   }
   for (int ks = 0; ks < nk; ++ks) {
-    cp_wait<C::STAGES - 2>();  // this thread's copies of stage ks landed
-    moe_wg8::wg_wait<0>();     // this warp's wgmma reads of stage ks - 1 are done
-    moe_wg8::proxy_fence();    // the landed copies -> visible to wgmma's shared-memory reads
+    cp_wait<kDist - 1>();  // this thread's copies of stage ks landed
+    if constexpr (kDist == C::STAGES - 1) moe_wg8::wg_wait<0>();  // this warp's wgmma reads of stage ks - 1 are done
+    moe_wg8::proxy_fence();  // the landed copies -> visible to wgmma's shared-memory reads
     __syncthreads();
     const int slot = ks % C::STAGES;
     if (ks == 0) {
@@ -434,7 +450,7 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
           c1[m][h] = kT1 - uint32_t(lo[m][h] + 5) * kK1;
         }
     }
-    const int next = ks + C::STAGES - 1;
+    const int next = ks + kDist;
     body(slot, next % C::STAGES, (O::kClampNext ? (next < nk ? next : nk - 1) : next) * C::KS, next < nk);
     cp_commit();
   }
