@@ -1,4 +1,4 @@
-// moe_rows8x.h's 8-row chain (helper moe-r8d, session 8; docs/perf-moe-r8d.md) with options on the s8 gate_up and
+// moe_rows8x.h's 8-row chain (helper moe-r8d, session 8; docs/perf.md, section "moe_mxfp4 v33") with options on the s8 gate_up and
 // the chain (Path<PF, LR, ST, MINB, G2, AHEAD, C4, TB>; v33 = Path<>: LR + TB, measured -2.4% / -1.0% at E257 bs16 /
 // bs128 against v32):
 //  - LR (on): each gate_up block of the first wave finds its tile's expert from topk_ids itself (counts per expert

@@ -1,4 +1,4 @@
-// v33: v32 with the 8-row shapes' chain from moe_r8d.h (helper moe-r8d, session 8; docs/perf-moe-r8d.md): each
+// v33: v32 with the 8-row shapes' chain from moe_r8d.h (helper moe-r8d, session 8; docs/perf.md, section "moe_mxfp4 v33"): each
 // gate_up block of the first wave finds its tile's expert from topk_ids (its first weight copies do not wait for
 // the route), and the gate_up grid has rows for at most (P + 7 min(E, P)) / 8 tiles instead of ceil(P / 8) + E
 // (fewer empty blocks ahead of the down grid's start). Same kernels' compute and k order: output bit for bit v32's.
