@@ -39,8 +39,12 @@ int export_one(const std::string& problem, const std::string& variant, const std
   return cli::kExitOk;
 }
 
-// --variant gpu: every GPU variant, as OUTPUT_DIR/<problem>__<variant>.py (the names the device
-// scripts read).
+// The file a variant is written to inside a directory (the names the device scripts read).
+std::string file_in(const std::string& dir, const std::string& problem, const std::string& variant) {
+  return (std::filesystem::path(dir) / fmt::format("{}__{}.py", problem, variant)).string();
+}
+
+// --variant gpu: every GPU variant, as OUTPUT_DIR/<problem>__<variant>.py.
 int export_all(const ExportArgs& o) {
   const auto names = exporter::exportable_variants(o.problem);
   if (names.empty()) throw cli::UsageError(fmt::format("--variant gpu: {} has no GPU variants", o.problem));
@@ -50,15 +54,16 @@ int export_all(const ExportArgs& o) {
     throw cli::UsageError(fmt::format("--variant gpu writes one file per variant: -o {} must be a directory", o.output));
   int rc = cli::kExitOk;
   for (const auto& v : names) {
-    const auto path = (std::filesystem::path(o.output) / fmt::format("{}__{}.py", o.problem, v)).string();
-    rc = std::max(rc, export_one(o.problem, v, path, o.source_dir));
+    rc = std::max(rc, export_one(o.problem, v, file_in(o.output, o.problem, v), o.source_dir));
   }
   return rc;
 }
 
 int export_command(const ExportArgs& o) {
   if (o.variant == "gpu") return export_all(o);
-  return export_one(o.problem, o.variant, o.output, o.source_dir);
+  // -o naming an existing directory: the file goes inside it, under the name --variant gpu would give it.
+  const bool into_dir = std::filesystem::is_directory(o.output);
+  return export_one(o.problem, o.variant, into_dir ? file_in(o.output, o.problem, o.variant) : o.output, o.source_dir);
 }
 
 cli::Command setup(CLI::App& root) {
@@ -67,7 +72,7 @@ cli::Command setup(CLI::App& root) {
   app->add_option("problem", o->problem, "mla_decode | moe_mxfp4")->required();
   app->add_option("--variant,-v", o->variant, "GPU variant to export; gpu: every one, into the -o directory")
       ->required();
-  app->add_option("--output,-o", o->output, "File to write (atomically); a directory with --variant gpu")
+  app->add_option("--output,-o", o->output, "File to write (atomically), or a directory to write <problem>__<variant>.py into (required with --variant gpu)")
       ->capture_default_str();
   app->add_option("--source-dir", o->source_dir,
                   "Project root holding problems/ (default: the tree this build was configured from, else .)");

@@ -243,9 +243,21 @@ TEST_CASE("export: the command writes the file atomically; errors are one line w
                              source_root());
   INFO(ok.output);
   CHECK(ok.code == 0);
-  CHECK(harness::read_file(out.string()) ==
-        ex::build_submission(ex::locate_variant(problem, name, source_root())).text);
+  const std::string expected = ex::build_submission(ex::locate_variant(problem, name, source_root())).text;
+  CHECK(harness::read_file(out.string()) == expected);
   fs::remove(out);
+
+  // -o naming an existing directory: <problem>__<variant>.py inside it.
+  const fs::path dir = fs::temp_directory_path() / ("harness-export-dir-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const Ran into = harness_cmd("export " + problem + " --variant " + name + " -o " + dir.string() + " --source-dir " +
+                               source_root());
+  INFO(into.output);
+  CHECK(into.code == 0);
+  const fs::path in_dir = dir / (problem + "__" + name + ".py");
+  CHECK(fs::is_regular_file(in_dir));
+  if (fs::is_regular_file(in_dir)) CHECK(harness::read_file(in_dir.string()) == expected);
+  fs::remove_all(dir);
 
   for (const std::string args : {"export mla_decode --variant nope -o " + out.string(),
                                  "export nope --variant v1 -o " + out.string(),
