@@ -7,6 +7,8 @@
 //  - fMg (with fDir and splits, one item a block, cooperative launch): mla_dims3's kMG in-kernel merge (count
 //    in, wait for the batch's splits, merge heads split (mod splits) from the partials in L2), its loads all
 //    in flight at once at 4 splits. bs 32 / kv 8192: -0.5 us.
+//  - fHp (with fMg): the split partials stored as f16 (half the bytes written and merged; the partials are
+//    normalised, |value| <= max |V| * kv_scale). bs 32 / kv 8192: -1.0 us (mla-large4, session 9).
 // Measured and dropped (docs/perf.md, section "mla_decode v24"): the
 // kernel's O staging epilogue (F = 0), Path5 (each batch's splits a cluster merging through distributed shared
 // memory, tile stealing inside the cluster, the batches beyond the resident clusters as a programmatic dependent
@@ -33,7 +35,7 @@ constexpr int kQP = mla_dims3::kQP;
 constexpr int kEF = mla_dims3::kEF;
 constexpr int kD3Bits = kF16P | kQP | kEF;  // the bits dims_tile3 / Smem see
 
-constexpr int fDir = 16, fMg = 256;
+constexpr int fDir = 16, fMg = 256, fHp = 512;
 
 constexpr int kMaxMgBatches = 1024;  // fMg's counters
 
@@ -48,7 +50,8 @@ template <int S, int OPT, int R, int F>
 __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     mla_fp8_dims5_kernel(MlaDecodeArgs a, int tokens_per_split, int splits, Partials part, int b0, int nb, int ns) {
 #if defined(MLA_DIMS_SM90)
-  static_assert((F & fDir) != 0 && (F & ~(fDir | fMg)) == 0, "F: fDir, optionally with fMg");
+  static_assert((F & fDir) != 0 && (F & ~(fDir | fMg | fHp)) == 0, "F: fDir, optionally with fMg (and fHp)");
+  static_assert((F & fHp) == 0 || (F & fMg) != 0, "fHp: f16 partials are merged in the kernel only");
   constexpr int D3 = OPT & kD3Bits;
   using L = mla_dims3::Smem<S, D3>;
   constexpr bool QP = (OPT & kQP) != 0;
@@ -257,9 +260,16 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
                          pack16(f32_to_bf16_bits(d[4]), f32_to_bf16_bits(d[5])),
                          pack16(f32_to_bf16_bits(d[6]), f32_to_bf16_bits(d[7])));
         } else {  // the normalised partial and its log2-sum-exp (the combine kernel merges them)
-          float* po = part.o + ((size_t(w.b - b0) * splits + w.split) * kHeads + h) * kDimV + dim0;
-          *reinterpret_cast<float4*>(po) = make_float4(d[0], d[1], d[2], d[3]);
-          *reinterpret_cast<float4*>(po + 4) = make_float4(d[4], d[5], d[6], d[7]);
+          const size_t ro = ((size_t(w.b - b0) * splits + w.split) * kHeads + h) * kDimV + dim0;
+          if constexpr ((F & fHp) != 0) {  // [batch][splits][16][512] f16 in the f32 area's first half
+            using mla_dims2::pack_f16x2;
+            *reinterpret_cast<uint4*>(reinterpret_cast<uint16_t*>(part.o) + ro) =
+                make_uint4(pack_f16x2(d[0], d[1]), pack_f16x2(d[2], d[3]), pack_f16x2(d[4], d[5]), pack_f16x2(d[6], d[7]));
+          } else {
+            float* po = part.o + ro;
+            *reinterpret_cast<float4*>(po) = make_float4(d[0], d[1], d[2], d[3]);
+            *reinterpret_cast<float4*>(po + 4) = make_float4(d[4], d[5], d[6], d[7]);
+          }
           if (dw == 0 && g == 0)
             part.lse[(size_t(w.b - b0) * splits + w.split) * kHeads + h] =
                 l > 0.f ? ss.m_ref[2 * nt + c] + log2f(l) : -INFINITY;
@@ -288,6 +298,15 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
         __syncthreads();
         asm volatile("fence.acq_rel.gpu;" ::: "memory");
         const int bl = w.b - b0;
+        auto load_part = [&](size_t off) {  // 4 dims of a partial
+          if constexpr ((F & fHp) != 0) {
+            const uint2 u = __ldcg(reinterpret_cast<const uint2*>(reinterpret_cast<const uint16_t*>(part.o) + off));
+            const float2 lo = mla_dims3::f16x2_to_f32(u.x), hi = mla_dims3::f16x2_to_f32(u.y);
+            return make_float4(lo.x, lo.y, hi.x, hi.y);
+          } else {
+            return __ldcg(reinterpret_cast<const float4*>(part.o + off));
+          }
+        };
         const int nh = w.split < kHeads ? (kHeads - 1 - w.split) / splits + 1 : 0;
         constexpr int kU = 2;  // 4 splits, 4 heads a block: two units a thread, all 16 + 16 loads in flight at once
         if (splits == 4 && nh * (kDimV / 4) == kU * kThreads) {
@@ -300,8 +319,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
 #pragma unroll
             for (int s2 = 0; s2 < 4; ++s2) {
               lv[k][s2] = __ldcg(part.lse + (size_t(bl) * splits + s2) * kHeads + h);
-              ov[k][s2] = __ldcg(reinterpret_cast<const float4*>(
-                  part.o + ((size_t(bl) * splits + s2) * kHeads + h) * kDimV + dim));
+              ov[k][s2] = load_part(((size_t(bl) * splits + s2) * kHeads + h) * kDimV + dim);
             }
           }
 #pragma unroll
@@ -339,8 +357,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
             for (int s2 = 0; s2 < splits; ++s2) {
               const float l = __ldcg(lse + size_t(s2) * kHeads);
               const float wt = l == -INFINITY ? 0.f : mla_dims2::ex2_fast(l - mx);
-              const float4 v = __ldcg(reinterpret_cast<const float4*>(
-                  part.o + ((size_t(bl) * splits + s2) * kHeads + h) * kDimV + dim));
+              const float4 v = load_part(((size_t(bl) * splits + s2) * kHeads + h) * kDimV + dim);
               total += wt;
               acc.x += wt * v.x;
               acc.y += wt * v.y;
@@ -403,8 +420,8 @@ struct K5 {
 // The 32-tile shapes (65536 < batch * kv_len <= 262144; H200: bs 256 / kv 1024, 1 split, and bs 32 / kv 8192, 4
 // splits): v22's persistent plan (min(items, SMs) blocks, items round robin) with fDir; with splits, the partials
 // straight from the accumulators, then (MG) merged in the kernel when every block has one item (cooperative
-// launch, mla_dims3's kMG, fMg), else v22's combine kernel.
-template <int S, int OPT, int R = 2, bool MG = false>
+// launch, mla_dims3's kMG, fMg; HP: as f16, fHp), else v22's combine kernel.
+template <int S, int OPT, int R = 2, bool MG = false, bool HP = false>
 struct DirPath {
   static SplitPlan plan(const MlaDecodeConfig& c) {
     return plan_splits(c.batch_size, c.kv_seq_len, current_device_shape().compute_units, 1, kT, 128);
@@ -427,8 +444,8 @@ struct DirPath {
     const dim3 grid(unsigned(std::min<int64_t>(int64_t(a.cfg.batch_size) * pl.splits, current_device_shape().compute_units)));
     const bool mg = merges(a.cfg, pl);
     if (mg)
-      K5<S, OPT, R, fDir | fMg>::run(a, grid, pl.tokens_per_split, pl.splits, part, 0, a.cfg.batch_size,
-                                     "mla_fp8_dims5_kernel<direct, merge>", true);
+      K5<S, OPT, R, fDir | fMg | (HP ? fHp : 0)>::run(a, grid, pl.tokens_per_split, pl.splits, part, 0,
+                                                      a.cfg.batch_size, "mla_fp8_dims5_kernel<direct, merge>", true);
     else
       K5<S, OPT, R, fDir>::run(a, grid, pl.tokens_per_split, pl.splits, part, 0, a.cfg.batch_size,
                                "mla_fp8_dims5_kernel<direct>", false);

@@ -14,6 +14,11 @@
 #include "problems/common/mla_fp8_dims4.h"
 #include "problems/common/mla_fp8_dims5.h"
 
+#ifndef MLA_F16_PARTIALS  // v25.hip includes this file with f16 split partials and registers itself
+#define MLA_F16_PARTIALS false
+#define MLA_V24_SELF 1
+#endif
+
 namespace {
 
 #if defined(__HIP_PLATFORM_AMD__)
@@ -27,7 +32,7 @@ constexpr int kOpt1 = d::kPush | d::kFence1 | d::kEF | d::kF16P | d::kPush16 | d
 constexpr int kOptN = d::kEF | d::kF16P;  // several: v16's pull epilogue (as v22)
 using Small = d::SmallPath<2, 3, kOpt1, kOptN>;
 using Clustered = mla_dims4::ClusterPath<3, mla_dims4::kF16P | mla_dims4::kQP | mla_dims4::kEF, 2>;  // v23's
-using Direct = mla_dims5::DirPath<3, mla_dims5::kF16P | mla_dims5::kQP | mla_dims5::kEF, 2, true>;
+using Direct = mla_dims5::DirPath<3, mla_dims5::kF16P | mla_dims5::kQP | mla_dims5::kEF, 2, true, MLA_F16_PARTIALS>;
 using Large = mla_dims3::Dims3<3, mla_dims3::kF16P | mla_dims3::kQP | mla_dims3::kEF, 2>;  // v22's
 int pick(const MlaDecodeConfig& c) {
   if (Small::applies(c)) return 0;
@@ -55,7 +60,9 @@ void launch(const MlaDecodeArgs& a) {
 
 }  // namespace
 
+#if defined(MLA_V24_SELF)
 MLA_DECODE_VARIANT("v24", gpu,
                    "v23 + the 32-tile large shapes (bs 32 / kv 8192, bs 256 / kv 1024) with the output or the split "
                    "partials written straight from the accumulators, bs 32 / kv 8192's splits merged in the kernel",
                    "q,kv_fp8,kv_fp8_scale,kv_indptr", 0);
+#endif
