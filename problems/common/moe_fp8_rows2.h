@@ -181,7 +181,7 @@ __global__ __launch_bounds__(kQGroups * kQThreads) void prologue(const uint16_t*
 }
 
 // PRO: the combine (moe_pipeline's, same order) as a programmatic dependent of down.
-__global__ void combine_dep(const float* y, int64_t M, int H, int total_top_k, uint16_t* out) {
+__global__ void combine_dep(const moe_pipeline::YElem* y, int64_t M, int H, int total_top_k, uint16_t* out) {
   moe_wg8::dep_wait();
   moe_pipeline::combine_rows(y, M, H, total_top_k, out);
 }
@@ -303,8 +303,8 @@ void launch(const MoeArgs& a) {
   if constexpr (PRO) {
     constexpr int kThreadsC = 256;
     const int64_t n = s.M * s.H;
-    moe_rows8::launch_ex(combine_dep, dim3(unsigned((n + kThreadsC - 1) / kThreadsC)), dim3(kThreadsC), 0, true,
-                         "fp8 combine", static_cast<const float*>(ws.p.y), int64_t(s.M), int(s.H), a.cfg.total_top_k,
+    moe_rows8::launch_ex(combine_dep, dim3(unsigned((n / moe_pipeline::kYVec + kThreadsC - 1) / kThreadsC)), dim3(kThreadsC), 0, true,
+                         "fp8 combine", static_cast<const moe_pipeline::YElem*>(ws.p.y), int64_t(s.M), int(s.H), a.cfg.total_top_k,
                          a.out);
   } else {
     moe_pipeline::launch_combine(a, ws.p);

@@ -340,12 +340,12 @@ void launch_r8d(const MoeArgs& a) {
   const int64_t n = int64_t(a.cfg.bs) * a.cfg.d_hidden;
   if (C4 && s.H % 4 == 0) {
     moe_rows8::launch_ex(moe_rows8b::combine4, dim3(unsigned((n / 4 + kCombineThreads - 1) / kCombineThreads)),
-                         dim3(kCombineThreads), 0, true, "combine", static_cast<const float*>(ws.y), int64_t(a.cfg.bs),
+                         dim3(kCombineThreads), 0, true, "combine", static_cast<const moe_pipeline::YElem*>(ws.y), int64_t(a.cfg.bs),
                          int(a.cfg.d_hidden), int(a.cfg.total_top_k), a.out);
     return;
   }
-  moe_rows8::launch_ex(moe_rows8::combine, dim3(unsigned((n + kCombineThreads - 1) / kCombineThreads)),
-                       dim3(kCombineThreads), 0, true, "combine", static_cast<const float*>(ws.y), int64_t(a.cfg.bs),
+  moe_rows8::launch_ex(moe_rows8::combine, dim3(unsigned((n / moe_pipeline::kYVec + kCombineThreads - 1) / kCombineThreads)),
+                       dim3(kCombineThreads), 0, true, "combine", static_cast<const moe_pipeline::YElem*>(ws.y), int64_t(a.cfg.bs),
                        int(a.cfg.d_hidden), int(a.cfg.total_top_k), a.out);
 }
 

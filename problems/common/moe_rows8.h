@@ -220,7 +220,7 @@ __global__ __launch_bounds__(kThreads, C::kMinBlocks) void down_persist(MoeArgs 
       const int c = c0 + h, p = pair_s[j][c];
       if (p < 0) continue;
       const float wt = weight_s[j][c];
-      float* dst = ws.y + int64_t(p) * H + n0;
+      moe_pipeline::YElem* dst = ws.y + int64_t(p) * H + n0;
 #pragma unroll
       for (int m = 0; m < C::MT; ++m) {
         dst[64 * m + r0] = wt * acc[m][h];
@@ -233,7 +233,7 @@ __global__ __launch_bounds__(kThreads, C::kMinBlocks) void down_persist(MoeArgs 
 }
 
 // moe_pipeline::combine after the dependent-launch wait.
-__global__ void combine(const float* y, int64_t M, int H, int total_top_k, uint16_t* out) {
+__global__ void combine(const moe_pipeline::YElem* y, int64_t M, int H, int total_top_k, uint16_t* out) {
   dep_wait();
   moe_pipeline::combine_rows(y, M, H, total_top_k, out);
 }
@@ -315,8 +315,8 @@ void launch8(const MoeArgs& a) {
   }
   constexpr int kCombineThreads = 256;
   const int64_t n = int64_t(a.cfg.bs) * a.cfg.d_hidden;
-  launch_ex(combine, dim3(unsigned((n + kCombineThreads - 1) / kCombineThreads)), dim3(kCombineThreads), 0, (DEP & 4) != 0,
-            "combine", static_cast<const float*>(ws.y), int64_t(a.cfg.bs), int(a.cfg.d_hidden), int(a.cfg.total_top_k),
+  launch_ex(combine, dim3(unsigned((n / moe_pipeline::kYVec + kCombineThreads - 1) / kCombineThreads)), dim3(kCombineThreads), 0, (DEP & 4) != 0,
+            "combine", static_cast<const moe_pipeline::YElem*>(ws.y), int64_t(a.cfg.bs), int(a.cfg.d_hidden), int(a.cfg.total_top_k),
             a.out);
 }
 #endif  // MOE_WG8_HOST

@@ -412,7 +412,7 @@ __global__ __launch_bounds__(kThreads, C::kMinBlocks) void down_dyn(MoeArgs a, W
       const int c = c0 + h, p = pair_s[r][c];
       if (p < 0) continue;
       const float wt = weight_s[r][c];
-      float* dst = ws.y + int64_t(p) * H + n0;
+      moe_pipeline::YElem* dst = ws.y + int64_t(p) * H + n0;
 #pragma unroll
       for (int m = 0; m < C::MT; ++m) {
         dst[64 * m + r0] = wt * acc[m][h];
@@ -468,16 +468,22 @@ __global__ __launch_bounds__(kThreads, C::kMinBlocks) void down_dyn(MoeArgs a, W
 }
 
 // moe_rows8::combine with one thread per 4 consecutive outputs (16-byte loads of y; the same sum in slot
-// order per output, so the same bits). H % 4 == 0.
-__global__ void combine4(const float* y, int64_t M, int H, int total_top_k, uint16_t* out) {
+// order per output, so the same bits). H % 4 == 0. (MOE_Y_BF16: 8-byte loads of bf16 y, same grid.)
+__global__ void combine4(const moe_pipeline::YElem* y, int64_t M, int H, int total_top_k, uint16_t* out) {
   moe_wg8::dep_wait();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= M * H / 4) return;
   const int64_t token = 4 * i / H, n = 4 * i % H;
-  const float* yt = y + token * total_top_k * H + n;
+  const moe_pipeline::YElem* yt = y + token * total_top_k * H + n;
   float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   for (int j = 0; j < total_top_k; ++j) {
+#if defined(MOE_Y_BF16)
+    const uint2 u = __ldcs(reinterpret_cast<const uint2*>(yt + int64_t(j) * H));
+    const float4 v = make_float4(numerics::bits_f32(u.x << 16), numerics::bits_f32(u.x & 0xFFFF0000u),
+                                 numerics::bits_f32(u.y << 16), numerics::bits_f32(u.y & 0xFFFF0000u));
+#else
     const float4 v = __ldcs(reinterpret_cast<const float4*>(yt + int64_t(j) * H));
+#endif
     sum.x += v.x;
     sum.y += v.y;
     sum.z += v.z;
@@ -546,11 +552,11 @@ void launch8b(const MoeArgs& a) {
   const int64_t n = int64_t(a.cfg.bs) * a.cfg.d_hidden;
   if (COMBINE4 && s.H % 4 == 0)
     moe_rows8::launch_ex(combine4, dim3(unsigned((n / 4 + kCombineThreads - 1) / kCombineThreads)),
-                         dim3(kCombineThreads), 0, true, "combine", static_cast<const float*>(ws.y),
+                         dim3(kCombineThreads), 0, true, "combine", static_cast<const moe_pipeline::YElem*>(ws.y),
                          int64_t(a.cfg.bs), int(a.cfg.d_hidden), int(a.cfg.total_top_k), a.out);
   else
-    moe_rows8::launch_ex(moe_rows8::combine, dim3(unsigned((n + kCombineThreads - 1) / kCombineThreads)),
-                         dim3(kCombineThreads), 0, true, "combine", static_cast<const float*>(ws.y),
+    moe_rows8::launch_ex(moe_rows8::combine, dim3(unsigned((n / moe_pipeline::kYVec + kCombineThreads - 1) / kCombineThreads)),
+                         dim3(kCombineThreads), 0, true, "combine", static_cast<const moe_pipeline::YElem*>(ws.y),
                          int64_t(a.cfg.bs), int(a.cfg.d_hidden), int(a.cfg.total_top_k), a.out);
 }
 #endif  // MOE_WG8_HOST

@@ -366,8 +366,8 @@ void launch8x(const MoeArgs& a) {
                        ws, sy);
   constexpr int kCombineThreads = 256;
   const int64_t n = int64_t(a.cfg.bs) * a.cfg.d_hidden;
-  moe_rows8::launch_ex(moe_rows8::combine, dim3(unsigned((n + kCombineThreads - 1) / kCombineThreads)),
-                       dim3(kCombineThreads), 0, true, "combine", static_cast<const float*>(ws.y), int64_t(a.cfg.bs),
+  moe_rows8::launch_ex(moe_rows8::combine, dim3(unsigned((n / moe_pipeline::kYVec + kCombineThreads - 1) / kCombineThreads)),
+                       dim3(kCombineThreads), 0, true, "combine", static_cast<const moe_pipeline::YElem*>(ws.y), int64_t(a.cfg.bs),
                        int(a.cfg.d_hidden), int(a.cfg.total_top_k), a.out);
 }
 

@@ -275,17 +275,18 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void gate_up(MoeArgs a,
 }
 
 // Stage 2's epilogue: each tile column c with a pair p >= 0 writes its routing weight times the
-// accumulator rows into y[p, n0 + row] (IX maps accumulator registers to rows and columns).
-template <class C, class IX>
+// accumulator rows into y[p, n0 + row] (IX maps accumulator registers to rows and columns). YT: float, or
+// moe_pipeline::YBf16 (MOE_Y_BF16).
+template <class C, class IX, class YT>
 __device__ __forceinline__ void store_weighted_rows(const IX& ix, const float (&acc)[C::MT][C::NG][4], const int* pair,
-                                                    const float* weight, float* y, int H, int n0) {
+                                                    const float* weight, YT* y, int H, int n0) {
 #pragma unroll
   for (int j = 0; j < C::NG; ++j)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int c = ix.col(j, h), p = pair[c];
       if (p < 0) continue;
-      float* dst = y + int64_t(p) * H + n0;
+      YT* dst = y + int64_t(p) * H + n0;
 #pragma unroll
       for (int m = 0; m < C::MT; ++m) {
         dst[ix.row(m, h)] = weight[c] * acc[m][j][h];

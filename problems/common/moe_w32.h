@@ -61,6 +61,59 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void gate_up(MoeArgs a,
 // The combine of column group g (columns [g gw, min(H, (g + 1) gw))) for items (token, 4 columns) begin + kIt t +
 // step i (t: the thread) below end (-1: all): out = bf16 of the token's slots summed in slot order from 0.0f
 // (moe_pipeline::combine_rows' order), every slot's float4 loaded (L2) before the sums.
+#if defined(MOE_Y_BF16)
+// bf16 y (moe_pipeline::YBf16): items of (token, 8 columns), one 16-byte load a slot; the same sums in slot order.
+// The callers' item counts use kItemCols.
+constexpr int kItemCols = 8;
+template <int kThreads>
+__device__ inline void combine_items(const MoeArgs& a, const Ws& ws, int g, int gw, int64_t begin, int64_t step, int64_t end) {
+  const int H = a.cfg.d_hidden;
+  const int c0 = g * gw, w = min(H, c0 + gw) - c0, w8 = w / 8;
+  const int M = a.cfg.bs, T = a.cfg.total_top_k;
+  const int64_t items = end < 0 ? int64_t(M) * w8 : min(end, int64_t(M) * w8);
+  constexpr int kIt = 2, kMaxT = 12;
+  for (int64_t it0 = begin + int64_t(threadIdx.x) * kIt; it0 < items; it0 += step) {
+    uint4 v[kIt][kMaxT];
+    const moe_pipeline::YBf16* yt[kIt];
+#pragma unroll
+    for (int q = 0; q < kIt; ++q) {
+      const int64_t it = min(it0 + q, items - 1);
+      const int t = int(it / w8), n = c0 + int(it % w8) * 8;
+      yt[q] = ws.p.y + int64_t(t) * T * H + n;
+#pragma unroll
+      for (int j = 0; j < kMaxT; ++j)
+        if (j < T) v[q][j] = __ldcg(reinterpret_cast<const uint4*>(yt[q] + int64_t(j) * H));
+    }
+#pragma unroll
+    for (int q = 0; q < kIt; ++q) {
+      const int64_t it = it0 + q;
+      if (it >= items) break;
+      const int t = int(it / w8), n = c0 + int(it % w8) * 8;
+      float s[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) s[e] = 0.0f;
+      auto add = [&](const uint4& u) {
+        const uint32_t wd[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          s[2 * e] += numerics::bits_f32(wd[e] << 16);
+          s[2 * e + 1] += numerics::bits_f32(wd[e] & 0xFFFF0000u);
+        }
+      };
+#pragma unroll
+      for (int j = 0; j < kMaxT; ++j)
+        if (j < T) add(v[q][j]);
+      for (int j = kMaxT; j < T; ++j) add(__ldcg(reinterpret_cast<const uint4*>(yt[q] + int64_t(j) * H)));
+      uint32_t o[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        o[e] = uint32_t(numerics::f32_to_bf16(s[2 * e])) | (uint32_t(numerics::f32_to_bf16(s[2 * e + 1])) << 16);
+      *reinterpret_cast<uint4*>(a.out + int64_t(t) * H + n) = make_uint4(o[0], o[1], o[2], o[3]);
+    }
+  }
+}
+#else
+constexpr int kItemCols = 4;
 template <int kThreads>
 __device__ inline void combine_items(const MoeArgs& a, const Ws& ws, int g, int gw, int64_t begin, int64_t step, int64_t end) {
   const int H = a.cfg.d_hidden;
@@ -108,6 +161,7 @@ __device__ inline void combine_items(const MoeArgs& a, const Ws& ws, int g, int 
     }
   }
 }
+#endif
 
 // Stage 2 + combine, one 1-D grid (see the header comment). Down blocks: NS slices of tile n_tiles - 1 - x
 // (moe_wide27::down_slices' work), waiting for ready[x] == need. FC: combine blocks (CB a column group).
@@ -184,7 +238,7 @@ struct Plan {
   static int n_groups(const moe_pipeline::Sizes& s) { return int((s.H / G2::BM + NS - 1) / NS); }
   static int n_cb(const MoeConfig& c) {  // FC 4: combine blocks a group, 2 float4 items a thread
     const moe_pipeline::Sizes s = moe_pipeline::sizes_of(c, T);
-    const int64_t items = s.M * (NS * G2::BM / 4);
+    const int64_t items = s.M * (NS * G2::BM / kItemCols);
     return int(std::max<int64_t>(1, (items + 2 * kCT - 1) / (2 * kCT)));
   }
   static size_t part_floats(const moe_pipeline::Sizes& s) {
@@ -233,8 +287,8 @@ struct Plan {
     if constexpr (FC == 0) {
       constexpr int kCombineThreads = 256;
       const int64_t n = int64_t(a.cfg.bs) * a.cfg.d_hidden;
-      moe_rows8::launch_ex(moe_rows8::combine, dim3(unsigned((n + kCombineThreads - 1) / kCombineThreads)),
-                           dim3(kCombineThreads), 0, true, "combine", static_cast<const float*>(ws.p.y),
+      moe_rows8::launch_ex(moe_rows8::combine, dim3(unsigned((n / moe_pipeline::kYVec + kCombineThreads - 1) / kCombineThreads)),
+                           dim3(kCombineThreads), 0, true, "combine", static_cast<const moe_pipeline::YElem*>(ws.p.y),
                            int64_t(a.cfg.bs), int(a.cfg.d_hidden), int(a.cfg.total_top_k), a.out);
     } else {
       const int CB = n_cb(a.cfg);

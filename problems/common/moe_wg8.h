@@ -57,7 +57,7 @@ inline size_t carve(const MoeConfig& c, void* base, Workspace* w, int x_bytes = 
   t.n_tiles = static_cast<int32_t*>(take(sizeof(int32_t)));
   t.a8 = static_cast<uint8_t*>(take(s.rows_max * s.I));
   t.as = static_cast<uint8_t*>(take(s.rows_max * s.I / 32 * 4));
-  t.y = static_cast<float*>(take(s.P * s.H * sizeof(float)));
+  t.y = static_cast<moe_pipeline::YElem*>(take(s.P * s.H * sizeof(moe_pipeline::YElem)));
   if (w) *w = t;
   return off;
 }
@@ -562,7 +562,7 @@ __global__ __launch_bounds__(kThreads, C::kMinBlocks) void down(MoeArgs a, Works
   for (int h = 0; h < 2; ++h) {
     const int c = c0 + h, p = pair[c];
     if (p < 0) continue;
-    float* dst = ws.y + int64_t(p) * H + n0;
+    moe_pipeline::YElem* dst = ws.y + int64_t(p) * H + n0;
 #pragma unroll
     for (int m = 0; m < C::MT; ++m) {
       dst[64 * m + r0] = weight[c] * acc[m][h];

@@ -801,8 +801,8 @@ struct Plan {
     }
     constexpr int kCombineThreads = 256;
     const int64_t n = int64_t(a.cfg.bs) * a.cfg.d_hidden;
-    moe_rows8::launch_ex(moe_rows8::combine, dim3(unsigned((n + kCombineThreads - 1) / kCombineThreads)),
-                         dim3(kCombineThreads), 0, true, "combine", static_cast<const float*>(ws.p.y),
+    moe_rows8::launch_ex(moe_rows8::combine, dim3(unsigned((n / moe_pipeline::kYVec + kCombineThreads - 1) / kCombineThreads)),
+                         dim3(kCombineThreads), 0, true, "combine", static_cast<const moe_pipeline::YElem*>(ws.p.y),
                          int64_t(a.cfg.bs), int(a.cfg.d_hidden), int(a.cfg.total_top_k), a.out);
   }
 };

@@ -2,7 +2,7 @@
 //   quantize hidden (dynamic MXFP4, kept as e4m3 bytes of the e2m1 values + e8m0 scales)
 //   -> route: token-expert pairs sorted by expert into padded tiles of `tile_rows` rows (on the GPU)
 //   -> [variant] stage 1: gate_up GEMM + SwiGLU + requantization of a (same e4m3 + e8m0 form)
-//   -> [variant] stage 2: down GEMM times the routing weight into y [P, H] fp32 (row = pair)
+//   -> [variant] stage 2: down GEMM times the routing weight into y [P, H] fp32 (bf16 with MOE_Y_BF16; row = pair)
 //   -> combine: out = bf16(sum of the token's pairs in slot order), deterministic.
 #pragma once
 #include <stdexcept>
@@ -26,6 +26,33 @@ struct Tile {
   int row0;  // first sorted row
 };
 
+// y's element type. fp32 by default; a variant file that defines MOE_Y_BF16 before its includes stores the
+// weighted value rounded once to bf16 (RNE) and combines in fp32 in slot order as before (docs/perf-moe-y16.md).
+// YBf16 holds the bf16 bits; the stores keep their fp32 form (y[i] = w * v: the assignment rounds), and it has no
+// conversion to float, so a read of y that a combine did not convert fails to compile. Combines load kYVec
+// consecutive outputs (16 bytes of bf16) a slot.
+struct YBf16 {
+  uint16_t bits;
+  __device__ __forceinline__ YBf16& operator=(float v) {
+#if defined(MOE_Y_BF16_CVT) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    // (v34c, unmeasured) one cvt instead of the integer rounding: the same bits for every non-NaN value
+    uint16_t b;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b) : "f"(v));
+    bits = b;
+#else
+    bits = numerics::f32_to_bf16(v);
+#endif
+    return *this;
+  }
+};
+#if defined(MOE_Y_BF16)
+using YElem = YBf16;
+constexpr int kYVec = 8;  // outputs a combine thread sums (one 16-byte load a slot)
+#else
+using YElem = float;
+constexpr int kYVec = 1;
+#endif
+
 // Scratch of the pipeline, carved from args.workspace.
 struct Workspace {
   uint8_t* x8;          // [M, H] e4m3 bytes of the e2m1 codes of the quantized hidden states
@@ -35,7 +62,7 @@ struct Workspace {
   int32_t* n_tiles;     // [1]
   uint8_t* a8;          // [rows_max, I] requantized SwiGLU output, e4m3 bytes of e2m1 codes
   uint8_t* as;          // [rows_max, I/32] e8m0
-  float* y;             // [P, H] weighted expert outputs
+  YElem* y;             // [P, H] weighted expert outputs (fp32, or bf16 with MOE_Y_BF16)
 };
 
 struct Sizes {
@@ -72,7 +99,7 @@ inline size_t carve(const MoeConfig& c, int tile_rows, void* base, Workspace* w,
   t.n_tiles = static_cast<int32_t*>(take(sizeof(int32_t)));
   t.a8 = static_cast<uint8_t*>(take(s.rows_max * s.I * act_bytes));
   t.as = static_cast<uint8_t*>(take(s.rows_max * s.I / 32));
-  t.y = static_cast<float*>(take(s.P * s.H * sizeof(float)));
+  t.y = static_cast<YElem*>(take(s.P * s.H * sizeof(YElem)));
   if (w) *w = t;
   return off;
 }
@@ -135,7 +162,43 @@ __device__ __forceinline__ void combine_rows(const float* y, int64_t M, int H, i
   out[i] = numerics::f32_to_bf16(sum);
 }
 
-__global__ void combine(const float* y, int64_t M, int H, int total_top_k, uint16_t* out) {
+#if defined(MOE_Y_BF16)
+// The same sums from bf16 y: one thread per 8 consecutive outputs (H % 8 == 0; grid over M * H / kYVec threads),
+// every slot's 16 bytes loaded (first kMaxT slots) before the sums; each output's sum in slot order from 0.0f.
+__device__ __forceinline__ void combine_rows(const YBf16* y, int64_t M, int H, int total_top_k, uint16_t* out) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= M * H / 8) return;
+  const int64_t token = 8 * i / H, n = 8 * i % H;
+  const YBf16* yt = y + token * total_top_k * H + n;
+  constexpr int kMaxT = 12;
+  uint4 v[kMaxT];
+#pragma unroll
+  for (int j = 0; j < kMaxT; ++j)
+    if (j < total_top_k) v[j] = *reinterpret_cast<const uint4*>(yt + int64_t(j) * H);
+  float s[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) s[e] = 0.0f;
+  auto add = [&](const uint4& u) {
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      s[2 * e] += numerics::bits_f32(w[e] << 16);
+      s[2 * e + 1] += numerics::bits_f32(w[e] & 0xFFFF0000u);
+    }
+  };
+#pragma unroll
+  for (int j = 0; j < kMaxT; ++j)
+    if (j < total_top_k) add(v[j]);
+  for (int j = kMaxT; j < total_top_k; ++j) add(*reinterpret_cast<const uint4*>(yt + int64_t(j) * H));
+  uint32_t o[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e)
+    o[e] = uint32_t(numerics::f32_to_bf16(s[2 * e])) | (uint32_t(numerics::f32_to_bf16(s[2 * e + 1])) << 16);
+  *reinterpret_cast<uint4*>(out + 8 * i) = make_uint4(o[0], o[1], o[2], o[3]);
+}
+#endif
+
+__global__ void combine(const YElem* y, int64_t M, int H, int total_top_k, uint16_t* out) {
   combine_rows(y, M, H, total_top_k, out);
 }
 
@@ -153,7 +216,7 @@ inline void launch_prologue(const MoeArgs& a, const Workspace& w, int tile_rows)
 
 inline void launch_combine(const MoeArgs& a, const Workspace& w) {
   constexpr int kThreads = 256;
-  const int64_t n = int64_t(a.cfg.bs) * a.cfg.d_hidden;
+  const int64_t n = int64_t(a.cfg.bs) * a.cfg.d_hidden / kYVec;
   combine<<<unsigned((n + kThreads - 1) / kThreads), kThreads>>>(w.y, a.cfg.bs, a.cfg.d_hidden, a.cfg.total_top_k,
                                                                a.out);
   check(hipGetLastError(), "combine");
