@@ -21,9 +21,11 @@ size_t workspace_bytes(const MoeConfig& c) { return Paths::workspace_bytes(c); }
 void launch(const MoeArgs& a) { Paths::launch(a); }
 }  // namespace
 
+#if !defined(MOE_Y_BF16_CVT)  // v34c.hip includes this file with the cvt rounding and registers itself
 MOE_MXFP4_VARIANT("v34", gpu,
                   "v33 with y (the down's weighted rows) stored as bf16: half the y stores and combine loads; sum in fp32 "
                   "in slot order (MOE_Y_BF16)",
                   "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
                   "gate_up_weight_scale,down_weight_scale,topk_weights,topk_ids",
                   ::harness::kVariantMatrix8bit);
+#endif
