@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <map>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -58,6 +59,8 @@ int main(int argc, char** argv) {
     return usage_error(msg);
   }
   try {
+    if (const std::string dup = duplicate_variant(variant_registry()); !dup.empty())
+      throw std::runtime_error("this build is broken: " + dup);
     for (const auto& c : commands)
       if (c.app->parsed()) return c.run();
   } catch (const UsageError& e) {

@@ -17,6 +17,15 @@ const VariantEntry* find_variant(const std::string& problem, const std::string& 
   return nullptr;
 }
 
+std::string duplicate_variant(const std::vector<VariantEntry>& registry) {
+  for (std::size_t i = 0; i < registry.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (registry[i].problem == registry[j].problem && registry[i].name == registry[j].name)
+        return registry[i].problem + " variant '" + registry[i].name + "' is registered twice (" +
+               registry[j].source_file + ", " + registry[i].source_file + ")";
+  return "";
+}
+
 std::vector<std::string> split_list(std::string_view s) {
   std::vector<std::string> out;
   std::string cur;

@@ -32,6 +32,9 @@ struct VariantEntry {
 
 std::vector<VariantEntry>& variant_registry();
 const VariantEntry* find_variant(const std::string& problem, const std::string& name);
+// "" when every (problem, name) is registered once, else a one-line description of the first name registered
+// twice (a variant file that includes another one must guard the included file's registration, see v23f.hip).
+std::string duplicate_variant(const std::vector<VariantEntry>& registry);
 // "a, b,,c" -> {"a","b","c"}: comma-separated names, whitespace and empty items dropped.
 std::vector<std::string> split_list(std::string_view comma_separated);
 

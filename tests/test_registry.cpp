@@ -15,6 +15,22 @@ TEST_CASE("split_list splits comma-separated input names") {
   CHECK(harness::split_list("").empty());
 }
 
+TEST_CASE("variant registry: every (problem, name) once; a second registration is reported with both files") {
+  CHECK(harness::duplicate_variant(harness::variant_registry()).empty());
+  auto entry = [](const char* name, const char* file) {
+    harness::VariantEntry e{"moe_mxfp4", name, "", harness::Backend::gpu, {}, nullptr, nullptr, file};
+    return e;
+  };
+  std::vector<harness::VariantEntry> r{entry("v1", "v1.hip"), entry("v2", "v2.hip")};
+  CHECK(harness::duplicate_variant(r).empty());
+  r.push_back(entry("v2", "v2c.hip"));
+  const std::string d = harness::duplicate_variant(r);
+  CHECK(d.find("'v2' is registered twice") != std::string::npos);
+  CHECK(d.find("v2.hip, v2c.hip") != std::string::npos);
+  r.back().problem = "mla_decode";  // the same name in another problem is fine
+  CHECK(harness::duplicate_variant(r).empty());
+}
+
 TEST_CASE("variant groups: \"all\" is every registered variant once, numbered ones in number order") {
   for (const auto* p : harness::problem_registry()) {
     const auto picked = harness::cli::select_variants(*p, {"all", "all"});
