@@ -35,7 +35,7 @@ struct YBf16 {
   uint16_t bits;
   __device__ __forceinline__ YBf16& operator=(float v) {
 #if defined(MOE_Y_BF16_CVT) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    // (v34c, unmeasured) one cvt instead of the integer rounding: the same bits for every non-NaN value
+    // (v34c) one cvt instead of the integer rounding: the same bits for every non-NaN value
     uint16_t b;
     asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b) : "f"(v));
     bits = b;
