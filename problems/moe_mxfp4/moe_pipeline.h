@@ -27,7 +27,8 @@ struct Tile {
 };
 
 // y's element type. fp32 by default; a variant file that defines MOE_Y_BF16 before its includes stores the
-// weighted value rounded once to bf16 (RNE) and combines in fp32 in slot order as before (docs/perf-moe-y16.md).
+// weighted value rounded once to bf16 (RNE) and combines in fp32 in slot order as before (docs/perf.md, section
+// "moe_mxfp4 v34").
 // YBf16 holds the bf16 bits; the stores keep their fp32 form (y[i] = w * v: the assignment rounds), and it has no
 // conversion to float, so a read of y that a combine did not convert fails to compile. Combines load kYVec
 // consecutive outputs (16 bytes of bf16) a slot.

@@ -1,8 +1,9 @@
-// v34: v33 with y stored as bf16 (MOE_Y_BF16, helper moe-y16, session 9; docs/perf-moe-y16.md): the down stage writes
-// each pair's weighted row y[pair, n] = bf16(weight * (a W_down^T)) (rounded once, RNE) instead of fp32, and the combine
-// reads 16 bytes (8 outputs) a slot and sums the token's rows in fp32 in slot order as before (deterministic), then
-// rounds to bf16. Halves the down's y stores and the combine's loads (P x H x 2 bytes instead of 4). Every kernel,
-// dispatch and k order otherwise exactly v33's. Builds without mma.sync (AMD) run v11's dispatch (with bf16 y).
+// v34: v33 with y stored as bf16 (MOE_Y_BF16, helper moe-y16, session 9; docs/perf.md, section "moe_mxfp4 v34"):
+// the down stage writes each pair's weighted row y[pair, n] = bf16(weight * (a W_down^T)) (rounded once, RNE) instead
+// of fp32, and the combine reads 16 bytes (8 outputs) a slot and sums the token's rows in fp32 in slot order as before
+// (deterministic), then rounds to bf16. Halves the down's y stores and the combine's loads (P x H x 2 bytes instead of
+// 4). Every kernel, dispatch and k order otherwise exactly v33's. Builds without mma.sync (AMD) run v11's dispatch
+// (with bf16 y).
 #define MOE_Y_BF16 1
 #include "problems/common/moe_dispatch.h"
 #include "problems/common/moe_r8d.h"
