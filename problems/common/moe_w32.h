@@ -92,23 +92,12 @@ __device__ inline void combine_items(const MoeArgs& a, const Ws& ws, int g, int 
       float s[8];
 #pragma unroll
       for (int e = 0; e < 8; ++e) s[e] = 0.0f;
-      auto add = [&](const uint4& u) {
-        const uint32_t wd[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          s[2 * e] += numerics::bits_f32(wd[e] << 16);
-          s[2 * e + 1] += numerics::bits_f32(wd[e] & 0xFFFF0000u);
-        }
-      };
 #pragma unroll
       for (int j = 0; j < kMaxT; ++j)
-        if (j < T) add(v[q][j]);
-      for (int j = kMaxT; j < T; ++j) add(__ldcg(reinterpret_cast<const uint4*>(yt[q] + int64_t(j) * H)));
-      uint32_t o[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        o[e] = uint32_t(numerics::f32_to_bf16(s[2 * e])) | (uint32_t(numerics::f32_to_bf16(s[2 * e + 1])) << 16);
-      *reinterpret_cast<uint4*>(a.out + int64_t(t) * H + n) = make_uint4(o[0], o[1], o[2], o[3]);
+        if (j < T) moe_pipeline::add_bf16x8(s, v[q][j]);
+      for (int j = kMaxT; j < T; ++j)
+        moe_pipeline::add_bf16x8(s, __ldcg(reinterpret_cast<const uint4*>(yt[q] + int64_t(j) * H)));
+      *reinterpret_cast<uint4*>(a.out + int64_t(t) * H + n) = moe_pipeline::bf16x8_of(s);
     }
   }
 }

@@ -164,6 +164,24 @@ __device__ __forceinline__ void combine_rows(const float* y, int64_t M, int H, i
 }
 
 #if defined(MOE_Y_BF16)
+// s[e] += the e-th bf16 of 16 bytes of y (8 consecutive outputs of one slot).
+__device__ __forceinline__ void add_bf16x8(float (&s)[8], const uint4& u) {
+  const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    s[2 * e] += numerics::bits_f32(w[e] << 16);
+    s[2 * e + 1] += numerics::bits_f32(w[e] & 0xFFFF0000u);
+  }
+}
+// 8 sums as 8 bf16 outputs (16 bytes).
+__device__ __forceinline__ uint4 bf16x8_of(const float (&s)[8]) {
+  uint32_t o[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e)
+    o[e] = uint32_t(numerics::f32_to_bf16(s[2 * e])) | (uint32_t(numerics::f32_to_bf16(s[2 * e + 1])) << 16);
+  return make_uint4(o[0], o[1], o[2], o[3]);
+}
+
 // The same sums from bf16 y: one thread per 8 consecutive outputs (H % 8 == 0; grid over M * H / kYVec threads),
 // every slot's 16 bytes loaded (first kMaxT slots) before the sums; each output's sum in slot order from 0.0f.
 __device__ __forceinline__ void combine_rows(const YBf16* y, int64_t M, int H, int total_top_k, uint16_t* out) {
@@ -179,23 +197,11 @@ __device__ __forceinline__ void combine_rows(const YBf16* y, int64_t M, int H, i
   float s[8];
 #pragma unroll
   for (int e = 0; e < 8; ++e) s[e] = 0.0f;
-  auto add = [&](const uint4& u) {
-    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      s[2 * e] += numerics::bits_f32(w[e] << 16);
-      s[2 * e + 1] += numerics::bits_f32(w[e] & 0xFFFF0000u);
-    }
-  };
 #pragma unroll
   for (int j = 0; j < kMaxT; ++j)
-    if (j < total_top_k) add(v[j]);
-  for (int j = kMaxT; j < total_top_k; ++j) add(*reinterpret_cast<const uint4*>(yt + int64_t(j) * H));
-  uint32_t o[4];
-#pragma unroll
-  for (int e = 0; e < 4; ++e)
-    o[e] = uint32_t(numerics::f32_to_bf16(s[2 * e])) | (uint32_t(numerics::f32_to_bf16(s[2 * e + 1])) << 16);
-  *reinterpret_cast<uint4*>(out + 8 * i) = make_uint4(o[0], o[1], o[2], o[3]);
+    if (j < total_top_k) add_bf16x8(s, v[j]);
+  for (int j = kMaxT; j < total_top_k; ++j) add_bf16x8(s, *reinterpret_cast<const uint4*>(yt + int64_t(j) * H));
+  *reinterpret_cast<uint4*>(out + 8 * i) = bf16x8_of(s);
 }
 #endif
 
