@@ -10,6 +10,9 @@
 // portable scalar kernels of v2 instead.
 #pragma once
 #include <algorithm>
+#if defined(MOE_Y_BF16X2)
+#include <type_traits>
+#endif
 
 #include "problems/common/moe_tile_gemm.h"
 #include "problems/moe_mxfp4/moe_pipeline.h"
@@ -274,12 +277,79 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void gate_up(MoeArgs a,
   }
 }
 
+#if defined(MOE_Y_BF16X2)
+}  // namespace
+}  // namespace moe_tiled
+namespace moe_wide16 {
+namespace {
+template <class C>
+struct AccIndex;  // (moe_wide16.h: the wgmma accumulator layout of the 32- and 64-row fp8 paths)
+}  // namespace
+}  // namespace moe_wide16
+namespace moe_tiled {
+namespace {
+// (MOE_Y_BF16X2, with MOE_Y_BF16 and MOE_Y_BF16_CVT) IX types whose y stores go out as bf16 pairs of adjacent rows:
+// the wgmma layout's moe_wide16::AccIndex (row0 = warp * MT * 16 + lane / 4, col0 = 2 * (lane % 4)). Other IX
+// types (moe_tile::AccIndex of the mma.sync paths) keep the scalar stores.
+template <class IX>
+struct YRowPairs {
+  static constexpr bool value = false;
+};
+template <class C>
+struct YRowPairs<moe_wide16::AccIndex<C>> {
+  static constexpr bool value = true;
+};
+
+// store_weighted_rows for bf16 y in 4-byte stores: a lane holds rows g and g + 8 (g = lane / 4) of columns 2t and
+// 2t + 1 per (m, j); lanes lane and lane ^ 4 (rows g and g ^ 1) swap one column's values, so the lane of even g
+// holds rows (g, g + 1) and (g + 8, g + 9) of column 2t and the lane of odd g those of column 2t + 1. Each value is
+// still the fp32 product weight[c] * acc rounded once to bf16 by cvt.rn (the same bits as the scalar stores). The
+// shuffles run in every lane before the pair test.
+template <class C, class IX>
+__device__ __forceinline__ void store_weighted_row_pairs(const IX& ix, const float (&acc)[C::MT][C::NG][4],
+                                                         const int* pair, const float* weight,
+                                                         moe_pipeline::YBf16* y, int H, int n0) {
+  const int odd = ix.row(0, 0) & 1;  // g & 1: this lane keeps column 2t + odd (h = odd)
+#pragma unroll
+  for (int j = 0; j < C::NG; ++j) {
+    float keep[C::MT][2], got[C::MT][2];
+#pragma unroll
+    for (int m = 0; m < C::MT; ++m)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {  // e: row g (0) or g + 8 (1)
+        const float a0 = acc[m][j][2 * e], a1 = acc[m][j][2 * e + 1];
+        keep[m][e] = odd ? a1 : a0;
+        got[m][e] = __shfl_xor(odd ? a0 : a1, 4);
+      }
+    const int c = ix.col(j, odd), p = pair[c];
+    if (p < 0) continue;
+    const float w = weight[c];
+    uint32_t* dst = reinterpret_cast<uint32_t*>(y + int64_t(p) * H + n0);
+#pragma unroll
+    for (int m = 0; m < C::MT; ++m)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float lo = w * (odd ? got[m][e] : keep[m][e]), hi = w * (odd ? keep[m][e] : got[m][e]);
+        uint32_t b;
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(b) : "f"(hi), "f"(lo));  // hi -> upper half, lo -> lower half
+        dst[(ix.row(m, 2 * e) - odd) / 2] = b;                               // rows (even, even + 1)
+      }
+  }
+}
+#endif
+
 // Stage 2's epilogue: each tile column c with a pair p >= 0 writes its routing weight times the
 // accumulator rows into y[p, n0 + row] (IX maps accumulator registers to rows and columns). YT: float, or
-// moe_pipeline::YBf16 (MOE_Y_BF16).
+// moe_pipeline::YBf16 (MOE_Y_BF16). (MOE_Y_BF16X2: bf16 y of the YRowPairs layouts in 4-byte row pairs.)
 template <class C, class IX, class YT>
 __device__ __forceinline__ void store_weighted_rows(const IX& ix, const float (&acc)[C::MT][C::NG][4], const int* pair,
                                                     const float* weight, YT* y, int H, int n0) {
+#if defined(MOE_Y_BF16X2) && defined(MOE_Y_BF16_CVT) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (YRowPairs<IX>::value && std::is_same<YT, moe_pipeline::YBf16>::value)
+    store_weighted_row_pairs<C>(ix, acc, pair, weight, y, H, n0);
+  else
+#endif
+  {
 #pragma unroll
   for (int j = 0; j < C::NG; ++j)
 #pragma unroll
@@ -293,6 +363,7 @@ __device__ __forceinline__ void store_weighted_rows(const IX& ix, const float (&
         dst[ix.row(m, h + 2)] = weight[c] * acc[m][j][h + 2];
       }
     }
+  }
 }
 
 // Stage 2. grid (tiles_max, H / BM): y[pair, n] = weight * (a_q W_down^T).
