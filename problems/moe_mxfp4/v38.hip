@@ -1,7 +1,7 @@
 // v38 (session 9, helper moe-y16x2): v37 with the bf16 y of the 32- and 64-row (wgmma) down epilogues written as 4-byte
 // pairs of adjacent rows (MOE_Y_BF16X2: moe_tiled::store_weighted_row_pairs; lanes lane and lane ^ 4 swap one
 // column's values, cvt.rn.bf16x2 of the same fp32 products) instead of one 2-byte store a value. The same bits as
-// v37 (docs/perf-moe-y16x2.md). The 8-row paths and the fix-up stores keep their scalar stores.
+// v37 (docs/perf.md, section "moe_mxfp4 v38"). The 8-row paths and the fix-up stores keep their scalar stores.
 // Builds without mma.sync (AMD) run v11's dispatch.
 #define MOE_Y_BF16 1
 #define MOE_Y_BF16_CVT 1
