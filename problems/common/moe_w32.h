@@ -7,7 +7,7 @@
 //    programmatic dependent of gate_up (released at gate_up's start): after prefetching its first weight stages a
 //    block waits for its own tile's count (thread 0 polls with ld.acquire) instead of for the whole gate_up grid, so
 //    down blocks run on the SMs that gate_up's last, partial wave leaves idle (moe_fp8r2's OVL, session 7). gate_up's
-//    outputs are read through L2 (cp.async.cg, __ldcg flags, exact_dot_cg in the fix-up).
+//    outputs are read through L2 (cp.async.cg, __ldcg flags, exact_dot_a<FORCE, true> in the fix-up).
 //  - combine: FC 0, moe_rows8::combine as a dependent launch (v31); FC 4, combine_groups: per column group, each
 //    block waiting for its group's down blocks (gcnt[g]) instead of for the whole down grid (v31c, measurement).
 //    Combines inside the down grid (combine blocks between the groups, or down blocks taking combine shares) were

@@ -35,7 +35,7 @@ using Path32 = moe_w32::PathOf<moe_w32::Plan<G27d, moe_w32::G27, 1, 4, 0, V38_FO
                                moe_w32::Plan<G27d, moe_w32::G27, 2, 2, 0, V38_FORCE, 1024>>;
 #if V38_FORCE
 using Paths = Dispatch<Or<moe_rows8x::Rows8XPath<>, V20Rows8>, Or<Path32, moe_wide22::Path32>,
-                       Or<moe_ws30::PathOf<moe_ws30::G160w, moe_ws30::G160w, 1>, V20Rows64>>;
+                       Or<moe_ws30::PathOf<moe_ws30::G160w, moe_ws30::G160w, V38_FORCE>, V20Rows64>>;
 #else
 using Paths = Dispatch<Or<moe_r8d::Path<>, Or<moe_rows8x::Rows8XPath<>, V20Rows8>>, Or<Path32, moe_wide22::Path32>,
                        Or<moe_ws30::Path, V20Rows64>>;
