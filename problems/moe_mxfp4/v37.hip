@@ -10,7 +10,7 @@
 #include "problems/common/moe_w32.h"
 #include "problems/common/moe_ws30.h"
 
-#ifndef V37_FORCE  // v37f.hip includes this file with the exact fix-up forced and registers itself
+#ifndef V37_FORCE  // v37f / v38 / v38f / v38m.hip include this file with their options and register themselves
 #define V37_FORCE 0
 #define V37_SELF 1
 #endif
@@ -34,7 +34,7 @@ using Path32 = moe_w32::PathOf<moe_w32::Plan<G27d, moe_w32::G27, 1, 4, 0, V37_FO
                                moe_w32::Plan<G27d, moe_w32::G27, 2, 2, 0, V37_FORCE, 1024>>;
 #if V37_FORCE
 using Paths = Dispatch<Or<moe_rows8x::Rows8XPath<>, V20Rows8>, Or<Path32, moe_wide22::Path32>,
-                       Or<moe_ws30::PathOf<moe_ws30::G160w, moe_ws30::G160w, 1>, V20Rows64>>;
+                       Or<moe_ws30::PathOf<moe_ws30::G160w, moe_ws30::G160w, V37_FORCE>, V20Rows64>>;
 #else
 using Paths = Dispatch<Or<moe_r8d::Path<>, Or<moe_rows8x::Rows8XPath<>, V20Rows8>>, Or<Path32, moe_wide22::Path32>,
                        Or<moe_ws30::Path, V20Rows64>>;
