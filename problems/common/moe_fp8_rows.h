@@ -516,21 +516,25 @@ __device__ inline float exact_dot(const uint8_t* wrow, const uint8_t* srow, cons
 // The stored form of a SwiGLU activation block (swiglu_requant): e2m1 x 2^s folded into e4m3 (d = s) when s is in
 // [-8, 6] and the block is not forced, else unfolded (d = 0). A row is flagged when one of its blocks is unfolded with
 // nonzero values, so a flagged row can hold both forms (its column blocks are requantized by different gate_up blocks).
-// FORCE 1 forces every block of some rows, FORCE 2 one block in three of those rows (test variants).
+// FORCE 1 forces every block of some rows, FORCE 2 one block in three of those rows (test variants). The forced rows
+// are chosen by their pair index (key = sorted_pair[row]), not by the sorted row: the route places an expert's pairs
+// in shared-memory atomic order, which varies from call to call, and a forced row's fix-up sums in another order
+// than the wgmma, so a choice by sorted row made the forced variants' output vary with the placement.
 template <int FORCE>
-__device__ __forceinline__ bool a_block_forced(int64_t row, int block) {
-  return FORCE != 0 && row % 41 == 3 && (FORCE != 2 || block % 3 == 1);
+__device__ __forceinline__ bool a_block_forced(int64_t key, int block) {
+  return FORCE != 0 && key % 41 == 3 && (FORCE != 2 || block % 3 == 1);
 }
 template <int FORCE>
-__device__ __forceinline__ bool a_block_unfolded(int s, int64_t row, int block) {
-  return s < -8 || s > 6 || a_block_forced<FORCE>(row, block);
+__device__ __forceinline__ bool a_block_unfolded(int s, int64_t key, int block) {
+  return s < -8 || s > 6 || a_block_forced<FORCE>(key, block);
 }
 
-// The exact dot product of one down weight row with the stored activation row `row` (the down's fix-up): each block
-// scaled by what its stored form left out (2^s unfolded, 1 folded). CG: the activations read through L2.
+// The exact dot product of one down weight row with a stored activation row (the down's fix-up): each block
+// scaled by what its stored form left out (2^s unfolded, 1 folded). key: the row's pair index (a_block_forced).
+// CG: the activations read through L2.
 template <int FORCE, bool CG>
 __device__ inline float exact_dot_a(const uint8_t* wrow, const uint8_t* srow, const uint8_t* arow, const uint8_t* asrow,
-                                    int64_t row, int KB) {
+                                    int64_t key, int KB) {
   const int lane = threadIdx.x % kLanes;
   float sum = 0.0f;
   for (int kb = lane; kb < KB; kb += kLanes) {
@@ -541,7 +545,7 @@ __device__ inline float exact_dot_a(const uint8_t* wrow, const uint8_t* srow, co
       part = fmaf(wv, mxfp4::e4m3_small_value(xb), part);
     }
     const int s = int(CG ? __ldcg(asrow + kb) : asrow[kb]) - 127;
-    sum += part * mxfp4::e8m0_value(srow[kb]) * (a_block_unfolded<FORCE>(s, row, kb) ? numerics::exp2_f32(s) : 1.0f);
+    sum += part * mxfp4::e8m0_value(srow[kb]) * (a_block_unfolded<FORCE>(s, key, kb) ? numerics::exp2_f32(s) : 1.0f);
   }
 #pragma unroll
   for (int o = kLanes / 2; o > 0; o >>= 1) sum += __shfl_xor(sum, o);
@@ -692,8 +696,9 @@ __device__ __forceinline__ void swiglu_requant(const float* tile_f, const int* t
     nz |= __shfl_xor(nz, 2);
     if (tok[c] < 0) continue;  // padding rows: never read back
     const int64_t row = row0 + c;
-    const bool unfolded = a_block_unfolded<FORCE>(s, row, (n0 + nq) / 32);
-    const bool flag = (nz && unfolded) || a_block_forced<FORCE>(row, (n0 + nq) / 32);
+    const int64_t key = FORCE ? int64_t(ws.p.sorted_pair[row]) : row;  // the forced rows' choice (a_block_forced)
+    const bool unfolded = a_block_unfolded<FORCE>(s, key, (n0 + nq) / 32);
+    const bool flag = (nz && unfolded) || a_block_forced<FORCE>(key, (n0 + nq) / 32);
     const int d = unfolded ? 0 : s;
     uint8_t* dst = ws.p.a8 + row * I + n0 + (nq & ~31) + 4 * ((nq / 8) % 4);
     const uint32_t elo = e4m3x4_of(q, d), ehi = e4m3x4_of(q >> 16, d);
@@ -849,7 +854,7 @@ __device__ __forceinline__ void down_tile(const MoeArgs& a, const Ws& ws, const 
       const int64_t row = tile.row0 + c;
       const uint8_t* wrow = a.down_weight + n * (I / 2);
       const uint8_t* srow = a.down_weight_scale + n * KB;
-      const float v = exact_dot_a<FORCE, CGD>(wrow, srow, ws.p.a8 + row * I, ws.p.as + row * KB, row, KB);
+      const float v = exact_dot_a<FORCE, CGD>(wrow, srow, ws.p.a8 + row * I, ws.p.as + row * KB, pair[c], KB);
       if (threadIdx.x % kLanes == 0) ws.p.y[int64_t(pair[c]) * H + n0 + r] = weight[c] * v;
     }
   }

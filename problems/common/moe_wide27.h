@@ -415,7 +415,7 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void down(MoeArgs a, Ws
       const int64_t n = int64_t(tile.expert) * H + n0 + r;
       const int64_t row = tile.row0 + c;
       const float v = moe_fp8r::exact_dot_a<FORCE, false>(a.down_weight + n * (I / 2), a.down_weight_scale + n * KB,
-                                                          ws.p.a8 + row * I, ws.p.as + row * KB, row, KB);
+                                                          ws.p.a8 + row * I, ws.p.as + row * KB, pair[c], KB);
       if (threadIdx.x % kLanes == 0) ws.p.y[int64_t(pair[c]) * H + n0 + r] = weight[c] * v;
     }
   }
@@ -662,7 +662,7 @@ __device__ inline void down_run(const MoeArgs& a, const Ws& ws, const Tile& tile
         const int64_t n = int64_t(tile.expert) * H + n0 + r;
         const int64_t row = tile.row0 + c;
         const uint8_t *wrow = a.down_weight + n * (I / 2), *srow = a.down_weight_scale + n * KB;
-        const float v = moe_fp8r::exact_dot_a<FORCE, CG>(wrow, srow, ws.p.a8 + row * I, ws.p.as + row * KB, row, KB);
+        const float v = moe_fp8r::exact_dot_a<FORCE, CG>(wrow, srow, ws.p.a8 + row * I, ws.p.as + row * KB, pair[c], KB);
         if (lane == 0) ws.p.y[int64_t(pair[c]) * H + n0 + r] = weight[c] * v;
       }
       __syncthreads();
