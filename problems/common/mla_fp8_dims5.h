@@ -15,8 +15,9 @@
 // grid with a last-arriver merge: slower), the globaltimer timeline and the MLA_D5_* environment knobs. The flag
 // values (fDir 16, fMg 256), the kernel's parameters and its counter store are the measured ones: the two kernels'
 // PTX equals the measured PTX up to register naming and the order of independent instructions.
-// Interface for composed variants: DirPath<S, OPT, R, MG> (applies: 65536 < batch * kv_len <= 262144, i.e. the
-// shapes with 32 tiles a block; workspace_bytes; launch).
+// Interface for composed variants: DirPath<S, OPT, R, MG, HP, XF> (applies: 65536 < batch * kv_len <= 262144, i.e.
+// the shapes with 32 tiles a block; workspace_bytes; launch). v26 (mla-large5, session 10) runs it with S 2: fewer
+// KV bytes in flight, so fewer of the cache flush's dirty L2 lines written back (docs/perf.md, "mla_decode v26").
 #pragma once
 #include <algorithm>
 #include <cstring>
@@ -36,6 +37,11 @@ constexpr int kEF = mla_dims3::kEF;
 constexpr int kD3Bits = kF16P | kQP | kEF;  // the bits dims_tile3 / Smem see
 
 constexpr int fDir = 16, fMg = 256, fHp = 512;
+// fLf (with fMg; mla-large5, session 10): the merge's arrival as cooperative groups' grid sync does it: a block
+// barrier, then thread 0 alone fences (cumulative over the block's partial stores: they precede it through the
+// barrier), counts in and polls with acquire loads; a block barrier; no fences by the other threads (v25: a
+// fence by every thread before the first barrier and after the second). bs 32 / kv 8192: -0.3 us.
+constexpr int fLf = 1024;
 
 constexpr int kMaxMgBatches = 1024;  // fMg's counters
 
@@ -50,7 +56,8 @@ template <int S, int OPT, int R, int F>
 __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     mla_fp8_dims5_kernel(MlaDecodeArgs a, int tokens_per_split, int splits, Partials part, int b0, int nb, int ns) {
 #if defined(MLA_DIMS_SM90)
-  static_assert((F & fDir) != 0 && (F & ~(fDir | fMg | fHp)) == 0, "F: fDir, optionally with fMg (and fHp)");
+  static_assert((F & fDir) != 0 && (F & ~(fDir | fMg | fHp | fLf)) == 0, "F: fDir, optionally with fMg (and fHp, fLf)");
+  static_assert((F & fLf) == 0 || (F & fMg) != 0, "fLf: the in-kernel merge's arrival");
   static_assert((F & fHp) == 0 || (F & fMg) != 0, "fHp: f16 partials are merged in the kernel only");
   constexpr int D3 = OPT & kD3Bits;
   using L = mla_dims3::Smem<S, D3>;
@@ -279,10 +286,11 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
       // One item a block, all blocks resident (cooperative launch): count in, wait for the batch's other
       // splits, merge heads split, split + splits, .. from the partials in L2 (mla_dims3's kMG).
       if (splits > 1) {
-        asm volatile("fence.acq_rel.gpu;" ::: "memory");
+        if constexpr ((F & fLf) == 0) asm volatile("fence.acq_rel.gpu;" ::: "memory");
         __syncthreads();
         if (tid == 0) {
           unsigned int* ctr = g_mla_dims5_merge + 2 * (w.b - b0);
+          if constexpr ((F & fLf) != 0) asm volatile("fence.acq_rel.gpu;" ::: "memory");
           atomicAdd(ctr, 1u);
           for (;;) {
             unsigned int v;
@@ -296,7 +304,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
           }
         }
         __syncthreads();
-        asm volatile("fence.acq_rel.gpu;" ::: "memory");
+        if constexpr ((F & fLf) == 0) asm volatile("fence.acq_rel.gpu;" ::: "memory");
         const int bl = w.b - b0;
         auto load_part = [&](size_t off) {  // 4 dims of a partial
           if constexpr ((F & fHp) != 0) {
@@ -421,7 +429,8 @@ struct K5 {
 // splits): v22's persistent plan (min(items, SMs) blocks, items round robin) with fDir; with splits, the partials
 // straight from the accumulators, then (MG) merged in the kernel when every block has one item (cooperative
 // launch, mla_dims3's kMG, fMg; HP: as f16, fHp), else v22's combine kernel.
-template <int S, int OPT, int R = 2, bool MG = false, bool HP = false>
+// XF: further flags of the merging launch (fLf).
+template <int S, int OPT, int R = 2, bool MG = false, bool HP = false, int XF = 0>
 struct DirPath {
   static SplitPlan plan(const MlaDecodeConfig& c) {
     return plan_splits(c.batch_size, c.kv_seq_len, current_device_shape().compute_units, 1, kT, 128);
@@ -444,7 +453,7 @@ struct DirPath {
     const dim3 grid(unsigned(std::min<int64_t>(int64_t(a.cfg.batch_size) * pl.splits, current_device_shape().compute_units)));
     const bool mg = merges(a.cfg, pl);
     if (mg)
-      K5<S, OPT, R, fDir | fMg | (HP ? fHp : 0)>::run(a, grid, pl.tokens_per_split, pl.splits, part, 0,
+      K5<S, OPT, R, fDir | fMg | (HP ? fHp : 0) | XF>::run(a, grid, pl.tokens_per_split, pl.splits, part, 0,
                                                       a.cfg.batch_size, "mla_fp8_dims5_kernel<direct, merge>", true);
     else
       K5<S, OPT, R, fDir>::run(a, grid, pl.tokens_per_split, pl.splits, part, 0, a.cfg.batch_size,
