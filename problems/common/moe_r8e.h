@@ -13,6 +13,8 @@
 //    Every gpu-scope release in the loop (fence.sc, or a release atom = MEMBAR.ALL.GPU + ERRBAR) waits with the
 //    pipeline's copies in flight: ~3.7 us an item. REL (release atoms, on by default under FC) and SPLIT (the sums
 //    one stage after the counts) change nothing.
+//  - TC (off; measured +6 / +16 / +5 us): the combine at the down's end: each block without more items counts itself
+//    done on a grid counter, waits for the whole grid (all resident) and the grid sums out (combine8, slot order).
 //  - BULK (off; measured +5 / +14 / +4 us): the down's weight copies as cp.async.bulk on one mbarrier a stage slot.
 //  - G2 / AHEAD: the down's configuration (Cfg<2, 8, 3, 1, 3> and Cfg<4, 8, 3, 1, 2> with AHEAD 3, whole-K contiguous
 //    16 / 32 KB stages: measured +5 / +4 us at bs16); default v15's Cfg<4, 4, 3, 1, 3>, AHEAD 2.
@@ -90,51 +92,54 @@ __global__ __launch_bounds__(kPrologueThreads) void quantize_route_e(MoeArgs a, 
   }
 }
 
-// One warp: out[token][n0, n0 + bm) = bf16(sum over the token's slots j of y[token T + j][n], in slot order from 0.0f):
-// moe_pipeline::combine_rows' sums (8 consecutive outputs a lane; y read through L2).
+// out[token][n, n + 8) = bf16(sum over the token's slots j of y[token T + j][n, n + 8), in slot order from 0.0f):
+// moe_pipeline::combine_rows' sums for one thread's 8 consecutive outputs (y read through L2).
+__device__ __forceinline__ void combine8(const moe_pipeline::YElem* y, int64_t token, int n, int H, int T, uint16_t* out) {
+  constexpr int kMaxT = 12;
+  const moe_pipeline::YElem* yt = y + token * T * H + n;
+  float s[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) s[e] = 0.0f;
+#if defined(MOE_Y_BF16)
+  uint4 v[kMaxT];
+#pragma unroll
+  for (int j = 0; j < kMaxT; ++j)
+    if (j < T) v[j] = __ldcg(reinterpret_cast<const uint4*>(yt + int64_t(j) * H));
+#pragma unroll
+  for (int j = 0; j < kMaxT; ++j)
+    if (j < T) moe_pipeline::add_bf16x8(s, v[j]);
+  for (int j = kMaxT; j < T; ++j) moe_pipeline::add_bf16x8(s, __ldcg(reinterpret_cast<const uint4*>(yt + int64_t(j) * H)));
+  *reinterpret_cast<uint4*>(out + token * H + n) = moe_pipeline::bf16x8_of(s);
+#else
+  float4 v[kMaxT][2];
+#pragma unroll
+  for (int j = 0; j < kMaxT; ++j)
+    if (j < T) {
+      v[j][0] = __ldcg(reinterpret_cast<const float4*>(yt + int64_t(j) * H));
+      v[j][1] = __ldcg(reinterpret_cast<const float4*>(yt + int64_t(j) * H + 4));
+    }
+  auto add = [&](const float4& a0, const float4& a1) {
+    s[0] += a0.x, s[1] += a0.y, s[2] += a0.z, s[3] += a0.w;
+    s[4] += a1.x, s[5] += a1.y, s[6] += a1.z, s[7] += a1.w;
+  };
+#pragma unroll
+  for (int j = 0; j < kMaxT; ++j)
+    if (j < T) add(v[j][0], v[j][1]);
+  for (int j = kMaxT; j < T; ++j)
+    add(__ldcg(reinterpret_cast<const float4*>(yt + int64_t(j) * H)),
+        __ldcg(reinterpret_cast<const float4*>(yt + int64_t(j) * H + 4)));
+  uint32_t o[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e)
+    o[e] = uint32_t(numerics::f32_to_bf16(s[2 * e])) | (uint32_t(numerics::f32_to_bf16(s[2 * e + 1])) << 16);
+  *reinterpret_cast<uint4*>(out + token * H + n) = make_uint4(o[0], o[1], o[2], o[3]);
+#endif
+}
+
+// One warp: out[token][n0, n0 + bm) with combine8 (8 consecutive outputs a lane).
 __device__ __forceinline__ void combine_slice(const moe_pipeline::YElem* y, int64_t token, int n0, int bm, int H, int T,
                                               uint16_t* out, int lane) {
-  constexpr int kMaxT = 12;
-  for (int n = n0 + 8 * lane; n < n0 + bm; n += 8 * kLanes) {
-    const moe_pipeline::YElem* yt = y + token * T * H + n;
-    float s[8];
-#pragma unroll
-    for (int e = 0; e < 8; ++e) s[e] = 0.0f;
-#if defined(MOE_Y_BF16)
-    uint4 v[kMaxT];
-#pragma unroll
-    for (int j = 0; j < kMaxT; ++j)
-      if (j < T) v[j] = __ldcg(reinterpret_cast<const uint4*>(yt + int64_t(j) * H));
-#pragma unroll
-    for (int j = 0; j < kMaxT; ++j)
-      if (j < T) moe_pipeline::add_bf16x8(s, v[j]);
-    for (int j = kMaxT; j < T; ++j) moe_pipeline::add_bf16x8(s, __ldcg(reinterpret_cast<const uint4*>(yt + int64_t(j) * H)));
-    *reinterpret_cast<uint4*>(out + token * H + n) = moe_pipeline::bf16x8_of(s);
-#else
-    float4 v[kMaxT][2];
-#pragma unroll
-    for (int j = 0; j < kMaxT; ++j)
-      if (j < T) {
-        v[j][0] = __ldcg(reinterpret_cast<const float4*>(yt + int64_t(j) * H));
-        v[j][1] = __ldcg(reinterpret_cast<const float4*>(yt + int64_t(j) * H + 4));
-      }
-    auto add = [&](const float4& a0, const float4& a1) {
-      s[0] += a0.x, s[1] += a0.y, s[2] += a0.z, s[3] += a0.w;
-      s[4] += a1.x, s[5] += a1.y, s[6] += a1.z, s[7] += a1.w;
-    };
-#pragma unroll
-    for (int j = 0; j < kMaxT; ++j)
-      if (j < T) add(v[j][0], v[j][1]);
-    for (int j = kMaxT; j < T; ++j)
-      add(__ldcg(reinterpret_cast<const float4*>(yt + int64_t(j) * H)),
-          __ldcg(reinterpret_cast<const float4*>(yt + int64_t(j) * H + 4)));
-    uint32_t o[4];
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      o[e] = uint32_t(numerics::f32_to_bf16(s[2 * e])) | (uint32_t(numerics::f32_to_bf16(s[2 * e + 1])) << 16);
-    *reinterpret_cast<uint4*>(out + token * H + n) = make_uint4(o[0], o[1], o[2], o[3]);
-#endif
-  }
+  for (int n = n0 + 8 * lane; n < n0 + bm; n += 8 * kLanes) combine8(y, token, n, H, T, out);
 }
 
 // REL: the counts as release adds and the completing warp's acquire as fence.acq_rel (instead of fence.sc = __threadfence
@@ -188,10 +193,11 @@ __device__ __forceinline__ void mbar_wait_e(uint32_t bar, uint32_t parity) {
 // moe_rows8b::down_dyn<C, AHEAD> with FC (see the header comment): item j's pairs are counted at item j + 1's first
 // stage (after its barrier) by the last warp, or after the loop for the block's last item. tiles_cap: the gate_up
 // grid's tile rows (items of tiles past it are not taken).
-template <class C, int AHEAD, bool FC, bool SPLIT, bool REL, bool BULK>
+template <class C, int AHEAD, bool FC, bool SPLIT, bool REL, bool BULK, bool TC>
 __device__ __forceinline__ void down_body(MoeArgs a, Workspace ws, Sync sy, int* cnt, int tiles_cap) {
   static_assert(AHEAD >= 2 && AHEAD <= 3, "ring of 4 items");
   static_assert(!SPLIT || AHEAD == 2, "SPLIT reads item j - 1's ring slot at item j's second stage");
+  static_assert(!(FC && TC), "one combine form");
 #if defined(MOE_WG8_DEVICE)
   using namespace moe_wg8;
   using moe_rows8b::ld_relaxed;
@@ -293,7 +299,27 @@ __device__ __forceinline__ void down_body(MoeArgs a, Workspace ws, Sync sy, int*
     store(j);
   }
   __syncthreads();
-  if (tile_s[0] < 0) return;
+  // TC: once the block has no more items, count it done (one fence, no copies in flight), wait for every block of the
+  // grid (all resident: the grid is the occupancy-limited slot count), then sum the outputs over the whole grid as
+  // moe_pipeline::combine_rows does (8 consecutive outputs a thread, slot order from 0.0f: its bits).
+  auto tail = [&] {
+    if constexpr (TC) {
+      __syncthreads();  // every thread's y stores of this block's items
+      if (tid == 0) {
+        __threadfence();
+        atomicAdd(cnt, 1);
+        while (moe_rows8w::ld_acquire(cnt) < int(gridDim.x)) __nanosleep(256);
+      }
+      __syncthreads();
+      const int64_t n8 = int64_t(a.cfg.bs) * H / 8;
+      for (int64_t i = int64_t(blockIdx.x) * kThreads + tid; i < n8; i += int64_t(gridDim.x) * kThreads)
+        combine8(ws.y, 8 * i / H, int(8 * i % H), H, T, a.out);
+    }
+  };
+  if (tile_s[0] < 0) {
+    tail();
+    return;
+  }
 
   const int nk = KB / C::KS;  // stages an item (the host checks (AHEAD - 1) nk >= STAGES - 1)
   const uint32_t rg_bytes = uint32_t(I / 64) * 512u;  // a 16-row group: 16 rows x I / 2 bytes
@@ -435,6 +461,7 @@ __device__ __forceinline__ void down_body(MoeArgs a, Workspace ws, Sync sy, int*
     }
   }
   moe_tile::cp_wait<0>();
+  tail();
   if constexpr (FC) {
     __syncthreads();  // the last item's y stores
     const int j = gs / nk;
@@ -454,13 +481,13 @@ __device__ __forceinline__ void down_body(MoeArgs a, Workspace ws, Sync sy, int*
 // down_body with __launch_bounds__(kThreads, C::kMinBlocks) (MAXREG 0: 168 registers at 3 blocks/SM), or with
 // __maxnreg__(MAXREG) (MAXREG 160: two gate_up blocks (96 registers) and two down blocks fit an SM's registers
 // together while the down fills gate_up's last wave; at 168 only one down block does).
-template <class C, int AHEAD, bool FC, bool SPLIT, bool REL, bool BULK>
+template <class C, int AHEAD, bool FC, bool SPLIT, bool REL, bool BULK, bool TC = false>
 __global__ __launch_bounds__(kThreads, C::kMinBlocks) void down_e(MoeArgs a, Workspace ws, Sync sy, int* cnt, int tiles_cap) {
-  down_body<C, AHEAD, FC, SPLIT, REL, BULK>(a, ws, sy, cnt, tiles_cap);
+  down_body<C, AHEAD, FC, SPLIT, REL, BULK, TC>(a, ws, sy, cnt, tiles_cap);
 }
-template <class C, int AHEAD, bool FC, bool SPLIT, bool REL, bool BULK, int MAXREG>
+template <class C, int AHEAD, bool FC, bool SPLIT, bool REL, bool BULK, int MAXREG, bool TC = false>
 __global__ __maxnreg__(MAXREG) void down_m(MoeArgs a, Workspace ws, Sync sy, int* cnt, int tiles_cap) {
-  down_body<C, AHEAD, FC, SPLIT, REL, BULK>(a, ws, sy, cnt, tiles_cap);
+  down_body<C, AHEAD, FC, SPLIT, REL, BULK, TC>(a, ws, sy, cnt, tiles_cap);
 }
 
 // Resident blocks of kernel K at sm2 bytes of dynamic shared memory (occupancy query, once per kernel).
@@ -494,7 +521,8 @@ inline int64_t tile_rows_bound(const MoeConfig& c, bool tb2) {
 
 // moe_r8d::launch_r8d<FC, MINB, G2, PF 0, LR, AHEAD, C4 off, TB on> with the prologue quantize_route_e, the down
 // down_e<G2, AHEAD, FUSED, SPLIT, REL, BULK> and, unless FUSED, moe_rows8::combine.
-template <class FC, int MINB, class G2, int AHEAD, bool FUSED, bool TB2, bool SPLIT, bool REL, bool BULK, int MAXREG>
+template <class FC, int MINB, class G2, int AHEAD, bool FUSED, bool TB2, bool SPLIT, bool REL, bool BULK, int MAXREG,
+          bool TC = false>
 void launch_r8e(const MoeArgs& a) {
   if (a.workspace_size < moe_rows8x::workspace8x(a.cfg) + counter_bytes(a.cfg, G2::BM))
     throw std::invalid_argument("moe_mxfp4: workspace too small");
@@ -507,7 +535,7 @@ void launch_r8e(const MoeArgs& a) {
   if (!moe_rows8b::supports8b<FC, G2, AHEAD>(a.cfg))
     throw std::invalid_argument("moe_mxfp4: shape not supported by the 8-row kernels");
   const int64_t n8 = s.M * s.H / 8;
-  const int n_cnt = FUSED ? int(s.M * (s.H / G2::BM)) : 0;
+  const int n_cnt = FUSED ? int(s.M * (s.H / G2::BM)) : TC ? 1 : 0;
   const unsigned qblocks = unsigned((std::max<int64_t>(n8, n_cnt) + kPrologueThreads - 1) / kPrologueThreads);
   moe_rows8::launch_ex(quantize_route_e, dim3(1 + qblocks), dim3(kPrologueThreads),
                        size_t(2 * s.E + kPrologueThreads) * sizeof(int), false, "quantize + route", a, ws, int(s.P),
@@ -520,14 +548,14 @@ void launch_r8e(const MoeArgs& a) {
   moe_rows8::launch_ex(moe_r8d::gate_up_r8d<FC, MINB, 0, true>, dim3(unsigned(s.I / 32), unsigned(tiles)), dim3(kThreads),
                        sm1, true, "s8 gate_up", a, ws, sy, static_cast<const int*>(flag), int(s.P), int(s.E));
   constexpr auto kDown = [] {
-    if constexpr (MAXREG > 0) return down_m<G2, AHEAD, FUSED, SPLIT, REL, BULK, MAXREG>;
-    else return down_e<G2, AHEAD, FUSED, SPLIT, REL, BULK>;
+    if constexpr (MAXREG > 0) return down_m<G2, AHEAD, FUSED, SPLIT, REL, BULK, MAXREG, TC>;
+    else return down_e<G2, AHEAD, FUSED, SPLIT, REL, BULK, TC>;
   }();
   moe_wg8::allow_smem(kDown, sm2);
   int64_t grid = down_slots<kDown>(sm2);  // blocks that fit (occupancy query)
   grid = std::min<int64_t>(grid, tiles * (s.H / G2::BM));
   moe_rows8::launch_ex(kDown, dim3(unsigned(grid)), dim3(kThreads), sm2, true, "wgmma down", a, ws, sy, cnt, int(tiles));
-  if (FUSED) return;
+  if (FUSED || TC) return;
   constexpr int kCombineThreads = 256;
   const int64_t n = int64_t(a.cfg.bs) * a.cfg.d_hidden;
   moe_rows8::launch_ex(moe_rows8::combine, dim3(unsigned((n / moe_pipeline::kYVec + kCombineThreads - 1) / kCombineThreads)),
@@ -539,7 +567,7 @@ void launch_r8e(const MoeArgs& a) {
 // routing-structure tile bound (TB2), the down's configuration G2 and look-ahead AHEAD (moe_rows8b::down_dyn's;
 // default v15's Cfg<4, 4, 3, 1, 3>, AHEAD 2) and the options SPLIT, REL, BULK (down_e).
 template <bool FUSED = false, bool TB2 = true, int MAXREG = 160, class G2_ = moe_wg8::Cfg<4, 4, 3, 1, 3>, int AHEAD_ = 2,
-          bool SPLIT = false, bool REL = true, bool BULK = false, int ST = 5, int MINB = 4>
+          bool SPLIT = false, bool REL = true, bool BULK = false, int ST = 5, int MINB = 4, bool TC = false>
 struct Path {
   using FC = moe_rows8x::S8Cfg<ST, true>;
   using G2 = G2_;
@@ -549,7 +577,7 @@ struct Path {
            c.d_hidden % (8 * kLanes) == 0 && c.d_hidden % G2::BM == 0;
   }
   static size_t workspace_bytes(const MoeConfig& c) { return moe_rows8x::workspace8x(c) + counter_bytes(c, G2::BM); }
-  static void launch(const MoeArgs& a) { launch_r8e<FC, MINB, G2, AHEAD, FUSED, TB2, SPLIT, REL, BULK, MAXREG>(a); }
+  static void launch(const MoeArgs& a) { launch_r8e<FC, MINB, G2, AHEAD, FUSED, TB2, SPLIT, REL, BULK, MAXREG, TC>(a); }
 };
 #endif  // MOE_WG8_HOST
 
