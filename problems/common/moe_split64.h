@@ -1,19 +1,20 @@
 // moe_split64: the 64-row MoE shapes (E33 bs512, d_expert 512 / 2048) on moe_fp8r2's route_even tiles, launch chain,
 // operands and epilogues (moe_fp8_rows.h / moe_fp8_rows2.h as moe_ws30::Path runs them: 256 weight rows a block,
 // 4 k-blocks a stage, 4 stages, copies 2 stages ahead) with the block's roles split and tiles of up to 128 rows
-// (moe_ws30's 160 do not fit the registers of a 384-thread block, see Cfg):
-//  - Decode warps (one warpgroup, threads 256 .. 383): decode warp d owns the 16-row weight groups d, d + 4, d + 8, d + 12.
-//    It issues the cp.async copies of its groups' weight words and scale bytes and a share of the activation rows (B), decodes each
-//    k-block with moe_fp8r::decode8 and the same per-row tables and window checks as moe_fp8r::mainloop, and stores
-//    the e4m3 A (64 x 32 per m64 tile) into shared memory in the wgmma K-major no-swizzle layout at the k positions
-//    the register A layout had (a0 / a1 rows g / g + 8 at k 4t + i, a2 / a3 at k 16 + 4t + i), so B's position(k)
-//    order still meets the same weight values: the same products and k order as the register form.
-//  - MMA warpgroups (2, threads 0..255): moe_fp8r's 8 warps and accumulator layout (MT 2 x N 128), SS
-//    wgmma m64nNk32 (both operands by descriptor), one group in flight, then moe_fp8r's epilogues on 256 threads.
-//  - Hand-over: one A buffer (8 KB) per k-block of a stage, a full mbarrier each (one arrival a decode warp, after each
-//    thread's stage copies landed and its A stores, both fenced to the async proxy) and an empty mbarrier each (8 MMA
-//    warp arrivals once the wgmma group that read it retired). A stage's slot is refilled by the decode warps at the
-//    first k-block two stages later, after that k-block's empty wait (which retires every wgmma of the slot's stage).
+// (moe_ws30's 160 do not fit the registers of a 384-thread block, see Cfg). Measured slower than moe_ws30::Path
+// (1.6-1.7x) and its forced fix-up (FORCE) fails on the 64-row shapes (a race not found): docs/perf-moe-split64.md.
+//  - Decode warps (one warpgroup, threads 256 .. 383): decode warp d owns the 16-row weight groups d, d + 4, d + 8,
+//    d + 12. Per stage it waits for the slot's copies (stage mbarrier) and loads its words; per k-block it decodes
+//    with moe_fp8r::decode8 and the same per-row tables and window checks as moe_fp8r::mainloop, and stores the e4m3 A
+//    (64 x 32 per m64 tile) into shared memory in the wgmma K-major no-swizzle layout at the k positions the register
+//    A layout had (a0 / a1 rows g / g + 8 at k 4t + i, a2 / a3 at k 16 + 4t + i), so B's position(k) order still
+//    meets the same weight values: the same products and k order as the register form (bit-identical outputs).
+//  - MMA warpgroups (2, threads 0..255): moe_fp8r's 8 warps and accumulator layout (MT 2 x N 128), every cp.async copy
+//    (completion on the slot's stage mbarrier via cp.async.mbarrier.arrive.noinc), SS wgmma m64nNk32 (both operands
+//    by descriptor), one group in flight, then moe_fp8r's epilogues on 256 threads.
+//  - Hand-over: one A buffer (8 KB) per k-block of a stage, a full mbarrier each (one arrival a decode warp, after its
+//    A stores and a fence.proxy.async) and an empty mbarrier each (8 MMA warp arrivals once the wgmma group that read
+//    it retired); one waiter a MMA warpgroup plus a named barrier for its other warps.
 //  - The decode warps write each row's reference exponent and window flag (rref / wflag) and leave at a named barrier
 //    the MMA warps wait on; the epilogues and the exact fix-up run on the MMA warps with named barriers.
 // FORCE (test only): moe_fp8r's forced fix-up rows, as moe_ws30::PathOf<..., FORCE>.
