@@ -42,15 +42,6 @@ constexpr int fDir = 16, fMg = 256, fHp = 512;
 // barrier), counts in and polls with acquire loads; a block barrier; no fences by the other threads (v25: a
 // fence by every thread before the first barrier and after the second). bs 32 / kv 8192: -0.3 us.
 constexpr int fLf = 1024;
-// fH (mla-large6, session 10): each KV tile's copy in two parts, rows [0, H) issued after barrier A of the tile
-// two before it (where the whole copy goes otherwise), rows [H, 64) at the end of that tile (after its P V): fewer
-// KV bytes pending at once, hence fewer of the cache flush's dirty L2 lines written back. F bits 11-13 hold
-// H / 16 + 1 (H 0, 16, 32 or 48); 0: one copy. The ring's first S tiles are copied whole, unless fP1: the
-// prologue copies tile 1's first H rows only and its rest after tile 0 has landed (needs S 2).
-constexpr int kHShift = 11;
-constexpr int kHMask = 7 << kHShift;
-constexpr int fH(int h) { return (h / 16 + 1) << kHShift; }
-constexpr int fP1 = 1 << 14;
 
 constexpr int kMaxMgBatches = 1024;  // fMg's counters
 
@@ -65,11 +56,7 @@ template <int S, int OPT, int R, int F>
 __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     mla_fp8_dims5_kernel(MlaDecodeArgs a, int tokens_per_split, int splits, Partials part, int b0, int nb, int ns) {
 #if defined(MLA_DIMS_SM90)
-  static_assert((F & fDir) != 0 && (F & ~(fDir | fMg | fHp | fLf | kHMask | fP1)) == 0,
-                "F: fDir, optionally with fMg (and fHp, fLf), fH, fP1");
-  constexpr int HS = (F & kHMask) != 0 ? ((F & kHMask) >> kHShift) * 16 - 16 : kT;  // fH: rows in the first part
-  static_assert(HS >= 0 && HS <= kT && HS % 16 == 0, "fH: H 0, 16, 32 or 48");
-  static_assert((F & fP1) == 0 || (HS < kT && S == 2), "fP1: with fH, 2 stages");
+  static_assert((F & fDir) != 0 && (F & ~(fDir | fMg | fHp | fLf)) == 0, "F: fDir, optionally with fMg (and fHp, fLf)");
   static_assert((F & fLf) == 0 || (F & fMg) != 0, "fLf: the in-kernel merge's arrival");
   static_assert((F & fHp) == 0 || (F & fMg) != 0, "fHp: f16 partials are merged in the kernel only");
   constexpr int D3 = OPT & kD3Bits;
@@ -138,30 +125,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     for (int r = valid; r < kT; ++r) mla_dims::bulk_copy(dst + r * kDimQK, src + (valid - 1) * kDimQK, kDimQK, bar);
     return valid;
   };
-  // fH: rows [r0, r1) of a tile's copy (the tile's mbarrier expects the whole tile at the first part).
-  int p2_tile = -1;  // the tile whose rows [HS, kT) are still to copy (-1: none)
-  uint32_t p2_stage = 0;
-  Span p2_span{0, 0, 0, 0, 0};
-  auto copy_part = [&](const Span& sp, int tile, uint32_t stage, int r0, int r1) {
-    const int valid = min(kT, sp.n_tokens - tile * kT);
-    const uint32_t bar = bar0 + 8 * stage;
-    const uint32_t dst = smem_u32(smem + stage * L::stage);
-    const uint8_t* src = a.kv_fp8 + (sp.t0 + int64_t(tile) * kT) * kDimQK;
-    const int v1 = min(r1, valid);
-    if (v1 > r0) {
-      if constexpr ((OPT & kEF) != 0)
-        mla_dims3::bulk_copy_hint(dst + r0 * kDimQK, src + int64_t(r0) * kDimQK, uint32_t((v1 - r0) * kDimQK), bar, pol);
-      else
-        mla_dims::bulk_copy(dst + r0 * kDimQK, src + int64_t(r0) * kDimQK, uint32_t((v1 - r0) * kDimQK), bar);
-    }
-    for (int r = max(r0, valid); r < r1; ++r)
-      mla_dims::bulk_copy(dst + r * kDimQK, src + (valid - 1) * kDimQK, kDimQK, bar);
-  };
-  auto issue_rest = [&]() {
-    if (p2_tile >= 0) copy_part(p2_span, p2_tile, p2_stage, HS, kT);
-    p2_tile = -1;
-  };
-  auto issue_next = [&](bool part) {
+  auto issue_next = [&]() {
     while (p_item < n_items && p_tile >= p_span.n_tiles) {
       p_item += item_step;
       if (p_item < n_items) {
@@ -170,19 +134,6 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
       }
     }
     if (p_item >= n_items) return;
-    if constexpr (HS < kT) {
-      if (part) {  // fH: the first rows now, the rest at issue_rest
-        mbar_expect_tx(bar0 + 8 * (p_j % S), uint32_t(kT * kDimQK));
-        copy_part(p_span, p_tile, p_j % S, 0, HS);
-        p2_span = p_span;
-        p2_tile = p_tile;
-        p2_stage = p_j % S;
-        ++p_tile;
-        ++p_j;
-        return;
-      }
-    }
-    (void)part;
     copy_tile(p_span, p_tile, p_j % S);
     ++p_tile;
     ++p_j;
@@ -207,12 +158,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
   if (tid == 0) {
     if (first_item < n_items) p_span = span(first_item);
     if constexpr (QP) issue_q(0);
-    if constexpr ((F & fP1) != 0) {
-      issue_next(false);
-      issue_next(true);
-    } else {
-      for (int s = 0; s < S; ++s) issue_next(false);
-    }
+    for (int s = 0; s < S; ++s) issue_next();
   }
 
   const float kv_scale = *a.kv_fp8_scale;
@@ -265,16 +211,10 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
       if (tile >= w.n_tiles) break;
       const int valid = min(kT, w.n_tokens - tile * kT);
       mbar_wait(bar0 + 8 * stage, phase);
-      if constexpr ((F & fP1) != 0) {
-        if (tid == 0 && j == 0) issue_rest();  // tile 1's rest, once tile 0 has landed
-      }
       const unsigned char* stp = smem + stage * L::stage;
       mla_dims3::dims_tile3<S, D3, R>(smem, ln, stp, valid, j, q, logit_scale, ss, o, [&] {
-        if (tid == 0) issue_next(true);
+        if (tid == 0) issue_next();
       });
-      if constexpr (HS < kT) {
-        if (tid == 0) issue_rest();
-      }
       if (++stage == S) {
         stage = 0;
         phase ^= 1u;
@@ -489,8 +429,8 @@ struct K5 {
 // splits): v22's persistent plan (min(items, SMs) blocks, items round robin) with fDir; with splits, the partials
 // straight from the accumulators, then (MG) merged in the kernel when every block has one item (cooperative
 // launch, mla_dims3's kMG, fMg; HP: as f16, fHp), else v22's combine kernel.
-// XF: further flags of the merging launch (fLf); YF: further flags of both launches (fH, fP1; mla-large6).
-template <int S, int OPT, int R = 2, bool MG = false, bool HP = false, int XF = 0, int YF = 0>
+// XF: further flags of the merging launch (fLf).
+template <int S, int OPT, int R = 2, bool MG = false, bool HP = false, int XF = 0>
 struct DirPath {
   static SplitPlan plan(const MlaDecodeConfig& c) {
     return plan_splits(c.batch_size, c.kv_seq_len, current_device_shape().compute_units, 1, kT, 128);
@@ -513,10 +453,10 @@ struct DirPath {
     const dim3 grid(unsigned(std::min<int64_t>(int64_t(a.cfg.batch_size) * pl.splits, current_device_shape().compute_units)));
     const bool mg = merges(a.cfg, pl);
     if (mg)
-      K5<S, OPT, R, fDir | fMg | (HP ? fHp : 0) | XF | YF>::run(a, grid, pl.tokens_per_split, pl.splits, part, 0,
+      K5<S, OPT, R, fDir | fMg | (HP ? fHp : 0) | XF>::run(a, grid, pl.tokens_per_split, pl.splits, part, 0,
                                                       a.cfg.batch_size, "mla_fp8_dims5_kernel<direct, merge>", true);
     else
-      K5<S, OPT, R, fDir | YF>::run(a, grid, pl.tokens_per_split, pl.splits, part, 0, a.cfg.batch_size,
+      K5<S, OPT, R, fDir>::run(a, grid, pl.tokens_per_split, pl.splits, part, 0, a.cfg.batch_size,
                                "mla_fp8_dims5_kernel<direct>", false);
     if (pl.splits > 1 && !mg) {
       mla_dims::combine_splits_wide_kernel<<<a.cfg.batch_size * kHeads, kDimV / 4>>>(part, pl.splits, a.out);
