@@ -336,67 +336,17 @@ __device__ __forceinline__ void store_weighted_row_pairs(const IX& ix, const flo
       }
   }
 }
-#if defined(MOE_Y_BF16X4)
-// (MOE_Y_BF16X4, with MOE_Y_BF16X2) store_weighted_rows for bf16 y in 8-byte stores of 4 adjacent rows. Per (m, j) a
-// lane holds rows g and g + 8 (g = lane / 4) of columns 2t and 2t + 1; it rounds its 4 products weight[c] * acc by
-// cvt.rn.bf16x2 into two words (row g / row g + 8: column 2t in the low half, 2t + 1 in the high half). The 4 lanes of
-// rows 4q..4q+3 (same t) then exchange words: with lane ^ 8 (rows g ^ 2) the row half the lane does not keep (it keeps
-// half b = (g >> 1) & 1), with lane ^ 4 (rows g ^ 1) the column it does not keep (it keeps column 2t + a, a = g & 1).
-// The lane then holds rows 4q..4q+3 (+ 8b) of column 2t + a: one 8-byte store (row offsets are multiples of 4, H and
-// n0 too, y 256-byte aligned). Each value is the fp32 product weight[c] * acc rounded once by cvt.rn (the same bits as
-// the scalar and paired stores). The shuffles run in every lane before the pair test (lane ^ 4 holds another column).
-template <class C, class IX>
-__device__ __forceinline__ void store_weighted_row_quads(const IX& ix, const float (&acc)[C::MT][C::NG][4],
-                                                         const int* pair, const float* weight,
-                                                         moe_pipeline::YBf16* y, int H, int n0) {
-  const int g = ix.row(0, 0) & 7, a = g & 1, b = (g >> 1) & 1;
-  // __byte_perm selectors: keep = column a of rows (4q + a, 4q + a + 2), send = the other column of the same rows;
-  // out.x = rows (4q, 4q + 1), out.y = rows (4q + 2, 4q + 3) from keep and the received word.
-  const uint32_t sel_keep = a ? 0x7632u : 0x5410u, sel_send = a ? 0x5410u : 0x7632u;
-  const uint32_t sel_lo = a ? 0x1054u : 0x5410u, sel_hi = a ? 0x3276u : 0x7632u;
-#pragma unroll
-  for (int j = 0; j < C::NG; ++j) {
-    const int c0 = ix.col(j, 0);
-    const float w0 = weight[c0], w1 = weight[c0 + 1];
-    uint2 out[C::MT];
-#pragma unroll
-    for (int m = 0; m < C::MT; ++m) {
-      uint32_t q[2];
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {  // e: row g (0) or g + 8 (1)
-        const float lo = w0 * acc[m][j][2 * e], hi = w1 * acc[m][j][2 * e + 1];
-        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(q[e]) : "f"(hi), "f"(lo));  // hi -> upper half, lo -> lower half
-      }
-      const uint32_t r = __shfl_xor(b ? q[0] : q[1], 8);     // lane ^ 8's word of row half b
-      const uint32_t L = b ? r : q[0], U = b ? q[1] : r;      // rows 4q + a, 4q + a + 2 (half b), both columns
-      const uint32_t keep = __byte_perm(L, U, sel_keep);
-      const uint32_t s = __shfl_xor(__byte_perm(L, U, sel_send), 4);  // rows 4q + 1 - a, 4q + 3 - a of column a
-      out[m] = make_uint2(__byte_perm(keep, s, sel_lo), __byte_perm(keep, s, sel_hi));
-    }
-    const int c = c0 + a, p = pair[c];
-    if (p < 0) continue;
-    uint2* dst = reinterpret_cast<uint2*>(y + int64_t(p) * H + n0);
-#pragma unroll
-    for (int m = 0; m < C::MT; ++m) dst[ix.row(m, 2 * b) >> 2] = out[m];  // rows 4q..4q+3 (+ 8b): row & 3 == g & 3
-  }
-}
-#endif
 #endif
 
 // Stage 2's epilogue: each tile column c with a pair p >= 0 writes its routing weight times the
 // accumulator rows into y[p, n0 + row] (IX maps accumulator registers to rows and columns). YT: float, or
-// moe_pipeline::YBf16 (MOE_Y_BF16). (MOE_Y_BF16X2: bf16 y of the YRowPairs layouts in 4-byte row pairs; with
-// MOE_Y_BF16X4 too, in 8-byte groups of 4 rows.)
+// moe_pipeline::YBf16 (MOE_Y_BF16). (MOE_Y_BF16X2: bf16 y of the YRowPairs layouts in 4-byte row pairs.)
 template <class C, class IX, class YT>
 __device__ __forceinline__ void store_weighted_rows(const IX& ix, const float (&acc)[C::MT][C::NG][4], const int* pair,
                                                     const float* weight, YT* y, int H, int n0) {
 #if defined(MOE_Y_BF16X2) && defined(MOE_Y_BF16_CVT) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   if constexpr (YRowPairs<IX>::value && std::is_same<YT, moe_pipeline::YBf16>::value)
-#if defined(MOE_Y_BF16X4)
-    store_weighted_row_quads<C>(ix, acc, pair, weight, y, H, n0);
-#else
     store_weighted_row_pairs<C>(ix, acc, pair, weight, y, H, n0);
-#endif
   else
 #endif
   {
