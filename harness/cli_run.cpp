@@ -48,6 +48,7 @@ struct RunArgs {
   bool record = false;  // merge the results into the local leaderboard (harness/leaderboard.hpp)
   std::string leaderboard = "leaderboard.json";
   std::size_t flush_bytes = 0;
+  int fresh = 0;  // test mode: checked calls on fresh inputs after each shape's own
   double timeout_s = 0;  // 0: kDefaultGpuTimeout / kDefaultCpuTimeout by the variant's backend
   // Hidden, set by the parent for its workers.
   std::string worker_result;
@@ -136,6 +137,11 @@ RunOptions to_run_options(const RunArgs& a, const Problem& p, Mode mode) {
     o.flush_bytes_given = true;
   }
   o.oracle = a.oracle;
+  if (a.fresh < 0) throw UsageError("--fresh: a count of fresh inputs, 0 or more");
+  if (a.fresh > 0 && mode != Mode::test)
+    throw UsageError("--fresh: test mode only (leaderboard mode already draws fresh inputs for its timed calls)");
+  if (a.fresh > 0 && !a.inputs_dir.empty()) throw UsageError("--fresh: not with --inputs (the inputs are fixed)");
+  o.fresh = a.fresh;
   if (!a.inputs_dir.empty()) {
     if (mode == Mode::leaderboard)
       throw UsageError("--inputs: leaderboard mode draws fresh inputs before every timed call (use test or benchmark)");
@@ -198,6 +204,7 @@ std::vector<std::string> worker_argv(const RunArgs& a, const std::string& varian
   if (a.hot) v.push_back("--hot");
   if (a.graph) v.push_back("--graph");
   if (a.oracle) v.push_back("--oracle");
+  if (a.fresh > 0) v.insert(v.end(), {"--fresh", std::to_string(a.fresh)});
   if (!a.inputs_dir.empty()) v.insert(v.end(), {"--inputs", a.inputs_dir});
   if (ProgressLine::stderr_is_terminal()) v.push_back("--progress");
   return v;
@@ -330,6 +337,10 @@ Command setup(CLI::App& root) {
   app->add_flag("--graph", a->graph, "Time graph replays (not the official method)");
   a->flush_opt = app->add_option("--flush-bytes", a->flush_bytes, "Bytes of the cache flush");
   app->add_flag("--oracle", a->oracle, "Check against the float64 oracle instead of the GPU reference");
+  app->add_option("--fresh", a->fresh,
+                  "Test mode: after each shape's own check, check N more calls on fresh inputs (the seeds leaderboard "
+                  "mode draws; a failure names its seed: rerun it with --seed and without --secret-seed)")
+      ->capture_default_str();
   app->add_option("--timeout", a->timeout_s,
                   "Seconds a worker may run before its process group is killed (default: 900 for GPU variants, "
                   "14400 for cpu variants)");

@@ -323,6 +323,22 @@ void run_shape(ShapeContext& c, const ShapeCase& s, bool warm_up, ShapeResult& r
     session.check_integrity();
     say("checking");
     check_output(r, session, session.reference(), c.p, strict_limit);
+    // Fresh inputs: a kernel can pass the shape's own seed and fail a few percent of others (docs/perf.md, section
+    // "Session 10, fresh-seed failures"); these calls are checked, not timed.
+    for (int i = 0; i < c.o.fresh; ++i) {
+      const uint64_t seed = leaderboard_seed(r.seed, uint64_t(i));
+      say(fmt::format("fresh input {}/{}", i + 1, c.o.fresh));
+      session.generate(seed);
+      session.poison();
+      session.call();
+      c.dev.synchronize();
+      session.check_integrity();
+      try {
+        check_output(r, session, session.reference(), c.p, strict_limit);
+      } catch (const CheckFailure& e) {
+        throw CheckFailure(fmt::format("fresh input {} of {} (--seed {}): {}", i + 1, c.o.fresh, seed, e.what()));
+      }
+    }
   } else {
     std::vector<double> ref;
     if (warm_up) ref = checked_warm_up();

@@ -24,6 +24,7 @@ struct RunOptions {
   bool oracle = false;                      // check against the float64 oracle even on a GPU build
   std::optional<StopRule> stop_rule;        // default: the mode's caps (tests shorten it)
   std::string inputs_dir;                   // load <dir>/<tensor>.bin instead of generating (one shape)
+  int fresh = 0;                            // test mode: checked calls on fresh inputs after each shape's own
 };
 
 // The files --inputs reads for a shape, and what is wrong with them ("" if nothing): one line.

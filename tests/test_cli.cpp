@@ -91,6 +91,8 @@ TEST_CASE("cli: usage errors are one line naming the valid choices, exit code 2"
   check_usage_error("run mla_decode", "--variant");
   check_usage_error("run mla_decode --variant cpu --seed minus", "--seed");
   check_usage_error("run mla_decode --variant cpu --json /nonexistent-dir/r.json", "does not exist");
+  check_usage_error("run mla_decode --variant cpu --mode benchmark --fresh 2", "--fresh: test mode only");
+  check_usage_error("run mla_decode --variant cpu --fresh -1", "--fresh: a count of fresh inputs");
 }
 
 TEST_CASE("cli: a GPU variant on a cpu build is a usage error") {
@@ -176,6 +178,19 @@ TEST_CASE("cli: --shape runs a shape of one's own in the worker, with its seed")
   CHECK(run["shapes"][0]["official"]["total"] == 1 * 16 * 512);
   CHECK(run["shapes"][1]["label"] == "custom/bs=2 kv=32");
   CHECK(run["shapes"][1]["seed"] == 4220);  // unnamed: the mode's first shape's
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("cli: --fresh checks more calls a shape on fresh inputs, in the worker") {
+  const std::string path = temp_json("fresh");
+  const Ran r = harness_cmd("run mla_decode --variant cpu --shapes 0 --fresh 2 --json " + path);
+  INFO(r.output);
+  CHECK(r.code == 0);
+  const auto doc = nlohmann::json::parse(harness::read_file(path));
+  CHECK(schema_errors(doc).empty());
+  REQUIRE(doc["runs"][0]["shapes"].size() == 1);
+  CHECK(doc["runs"][0]["shapes"][0]["checks"] == 3);  // the shape's own input and two fresh ones
+  CHECK(doc["runs"][0]["shapes"][0]["seed"] == 4220);  // the shape's own (recorded), not a fresh one
   std::filesystem::remove(path);
 }
 
