@@ -284,19 +284,20 @@ void run_shape(ShapeContext& c, const ShapeCase& s, bool warm_up, ShapeResult& r
     r.inputs_digest = session.inputs_digest();
   }
   std::vector<double> durations;
-  // One untimed, checked call (JIT and first-call setup); returns the reference it was checked against
-  // and keeps the output in warm_up_out.
+  // One untimed, checked call on the session's inputs (the warm-up: JIT and first-call setup; test mode's fresh
+  // inputs); returns the reference it was checked against and keeps the output in warm_up_out.
   std::vector<float> warm_up_out;
-  const auto checked_warm_up = [&] {
+  const auto checked_call = [&](const std::string& what) {
     session.poison();
-    say("warm-up");
+    say(what);
     session.call();
     session.check_integrity();
-    say("checking warm-up");
+    say("checking " + what);
     std::vector<double> ref = session.reference();
     warm_up_out = check_output(r, session, ref, c.p, strict_limit);
     return ref;
   };
+  const auto checked_warm_up = [&] { return checked_call("warm-up"); };
 
   if (c.o.mode == Mode::profile) {
     // The warm-up outside the capture, then one poisoned call inside the profiler's capture range,
@@ -327,14 +328,9 @@ void run_shape(ShapeContext& c, const ShapeCase& s, bool warm_up, ShapeResult& r
     // "Session 10, fresh-seed failures"); these calls are checked, not timed.
     for (int i = 0; i < c.o.fresh; ++i) {
       const uint64_t seed = leaderboard_seed(r.seed, uint64_t(i));
-      say(fmt::format("fresh input {}/{}", i + 1, c.o.fresh));
       session.generate(seed);
-      session.poison();
-      session.call();
-      c.dev.synchronize();
-      session.check_integrity();
       try {
-        check_output(r, session, session.reference(), c.p, strict_limit);
+        checked_call(fmt::format("fresh input {}/{}", i + 1, c.o.fresh));
       } catch (const CheckFailure& e) {
         throw CheckFailure(fmt::format("fresh input {} of {} (--seed {}): {}", i + 1, c.o.fresh, seed, e.what()));
       }

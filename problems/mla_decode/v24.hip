@@ -14,9 +14,18 @@
 #include "problems/common/mla_fp8_dims4.h"
 #include "problems/common/mla_fp8_dims5.h"
 
-#ifndef MLA_F16_PARTIALS  // v25.hip includes this file with f16 split partials and registers itself
+#ifndef MLA_F16_PARTIALS  // v25 / v26.hip include this file with their options and register themselves
 #define MLA_F16_PARTIALS false
 #define MLA_V24_SELF 1
+#endif
+#ifndef MLA_V24_S  // the KV ring stages of the 32-tile shapes' path (v26: 2)
+#define MLA_V24_S 3
+#endif
+#ifndef MLA_V24_S_CL  // the clustered split shape's (H200: bs 64 / kv 8192) ring stages (v26: 2)
+#define MLA_V24_S_CL 3
+#endif
+#ifndef MLA_V24_XF  // further flags of the 32-tile path's merging launch (v26: mla_dims5::fLf)
+#define MLA_V24_XF 0
 #endif
 
 namespace {
@@ -31,8 +40,9 @@ namespace d = mla_dcl2;
 constexpr int kOpt1 = d::kPush | d::kFence1 | d::kEF | d::kF16P | d::kPush16 | d::kWPar;  // one cluster a batch
 constexpr int kOptN = d::kEF | d::kF16P;  // several: v16's pull epilogue (as v22)
 using Small = d::SmallPath<2, 3, kOpt1, kOptN>;
-using Clustered = mla_dims4::ClusterPath<3, mla_dims4::kF16P | mla_dims4::kQP | mla_dims4::kEF, 2>;  // v23's
-using Direct = mla_dims5::DirPath<3, mla_dims5::kF16P | mla_dims5::kQP | mla_dims5::kEF, 2, true, MLA_F16_PARTIALS>;
+using Clustered = mla_dims4::ClusterPath<MLA_V24_S_CL, mla_dims4::kF16P | mla_dims4::kQP | mla_dims4::kEF, 2>;  // v23's
+using Direct = mla_dims5::DirPath<MLA_V24_S, mla_dims5::kF16P | mla_dims5::kQP | mla_dims5::kEF, 2, true,
+                                  MLA_F16_PARTIALS, MLA_V24_XF>;
 using Large = mla_dims3::Dims3<3, mla_dims3::kF16P | mla_dims3::kQP | mla_dims3::kEF, 2>;  // v22's
 int pick(const MlaDecodeConfig& c) {
   if (Small::applies(c)) return 0;
