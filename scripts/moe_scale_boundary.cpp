@@ -87,6 +87,11 @@ int main(int argc, char** argv) {
   const uint64_t shape_seed = std::strtoull(argv[5], nullptr, 10), secret = std::strtoull(argv[6], nullptr, 10);
   const int token = std::atoi(argv[7]);
   const double rel = argc > 8 ? std::atof(argv[8]) : 2e-4;
+  if (H <= 0 || H % 32 || I <= 0 || I % 32 || E <= 0 || K <= 0 || K > E || token < 0 || !(rel > 0)) {
+    std::fprintf(stderr, "moe_scale_boundary: need d_hidden, d_expert > 0 multiples of 32, 1 <= k <= n_routed, "
+                         "token >= 0, rel > 0\n");
+    return 2;
+  }
   const uint64_t seed = secret ? cantor_pair(shape_seed, secret) : shape_seed;
 
   const std::vector<float> xq = quantized_hidden(seed, H, token);

@@ -6,13 +6,21 @@
 #
 #   scripts/seed_sweep.sh <harness> <problem> <variants> [first seed] [count] [max seconds] [extra run options...]
 #   e.g. on the GPU machine: scripts/seed_sweep.sh dist/harness moe_mxfp4 v38 100 200 110 --shapes 5,6
-# Writes one results file per seed into $OUT (default: a temporary folder) and prints the table last.
+# Writes one results file per seed into $OUT (default: a temporary folder) and prints the table last; exits 1 when a
+# seed failed (or left no results), 2 on a bad command line.
 set -uo pipefail
 if (( $# < 3 )); then
-  sed -n 2,9p "$0" >&2
+  echo "usage: $0 <harness> <problem> <variants> [first seed] [count] [max seconds] [run options...]" >&2
   exit 2
 fi
 harness=$1 problem=$2 variants=$3 first=${4:-1} count=${5:-100} max_s=${6:-300}
+if [[ ! -x $harness ]]; then
+  echo "seed_sweep: '$harness' is not an executable harness binary" >&2
+  exit 2
+fi
+for n in "$first" "$count" "$max_s"; do
+  [[ $n =~ ^[0-9]+$ ]] || { echo "seed_sweep: '$n' is not a whole number (first seed, count, max seconds)" >&2; exit 2; }
+done
 shift $(( $# < 6 ? $# : 6 ))
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
@@ -27,13 +35,15 @@ for (( s = first; s < first + count; ++s )); do
 done
 python3 - "$out" <<'PY'
 import glob, json, os, sys
-runs = {}
-for path in sorted(glob.glob(os.path.join(sys.argv[1], 'seed_*.json'))):
-    seed = os.path.basename(path)[5:-5]
+runs, failed = {}, False
+for log in sorted(glob.glob(os.path.join(sys.argv[1], 'seed_*.log'))):
+    seed, path = os.path.basename(log)[5:-4], log[:-4] + '.json'
     try:
         data = json.load(open(path))
     except (OSError, ValueError):
-        print(f'seed {seed}: no results file (see its .log)')
+        last = (open(log).read().strip().splitlines() or ['(empty log)'])[-1]
+        print(f'seed {seed}: no results file: {last}')
+        failed = True
         continue
     for run in data['runs']:
         for s in run['shapes']:
@@ -42,9 +52,11 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], 'seed_*.json'))):
             entry['seeds'] += 1
             entry['max_abs'] = max(entry['max_abs'], s['strict']['max_abs'] or 0.0)
             if s['status'] != 'ok':
+                failed = True
                 entry['failed'].append(f"{seed} ({s['official']['mismatches']} mism)")
 print(f"{'variant':8} {'#':>2}  {'shape':58} {'seeds':>5} {'failed':>6}  {'worst max abs':>13}  failing seeds")
 for (variant, index, label), e in sorted(runs.items()):
     print(f"{variant:8} {index:>2}  {label[-58:]:58} {e['seeds']:>5} {len(e['failed']):>6}  {e['max_abs']:>13.4g}  "
           + ', '.join(e['failed'][:6]) + (' ...' if len(e['failed']) > 6 else ''))
+sys.exit(1 if failed or not runs else 0)
 PY
