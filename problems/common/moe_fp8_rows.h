@@ -40,6 +40,17 @@
 #include <utility>
 
 #include "problems/common/moe_wide16.h"
+#include "problems/common/mxfp4_near_midpoint.h"
+
+#ifndef MOE_NEAR_BAND  // moe v42: recompute the SwiGLU values near a deciding bf16 midpoint (swiglu_requant_near)
+#define MOE_NEAR_BAND 0
+#endif
+#ifndef MOE_NEAR_MIN_STEP
+#define MOE_NEAR_MIN_STEP 0.0f
+#endif
+#ifndef MOE_NEAR_STATS  // diagnostics (v42s): near_stats
+#define MOE_NEAR_STATS 0
+#endif
 
 namespace moe_fp8r {
 namespace {
@@ -493,21 +504,35 @@ __device__ inline void run_mainloop(const uint8_t* w, const uint8_t* wsc, const 
   __syncthreads();
 }
 
+// One k-block (kb) of exact_dot's product, scaled: the block's 16 weight bytes and 32 activation bytes in three
+// 16-byte loads (rows start 16-byte aligned: H / 2 and H are multiples of 16), then k in order from registers. An
+// activation's e4m3 bits shifted into an fp32 pattern are its value x 2^-120 (exponent field 0: an fp32 subnormal,
+// exactly e4m3's subnormal x 2^-120; 0x7F, e4m3's NaN, never occurs in these rows), so with the weight's e2m1 value
+// x 2^120 every product is the exact product (normal range), ~10 instructions a product, in four chains.
+__device__ inline float exact_block(const uint8_t* wrow, const uint8_t* srow, const uint8_t* xrow, const uint8_t* xsrow,
+                                    bool flag, int ref, int kb) {
+  const uint4 w4 = *reinterpret_cast<const uint4*>(wrow + kb * 16);
+  const uint4 x0 = *reinterpret_cast<const uint4*>(xrow + kb * 32), x1 = *reinterpret_cast<const uint4*>(xrow + kb * 32 + 16);
+  const uint32_t w[4] = {w4.x, w4.y, w4.z, w4.w}, x[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+  float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // four chains (any order: a block's sum is exact, ~13 bits)
+#pragma unroll
+  for (int k = 0; k < 32; ++k) {
+    const float wv = mxfp4::e2m1_value(w[k / 8] >> (4 * (k % 8))) * 0x1p120f;
+    const int p = position(k);
+    const uint32_t xb = x[p / 4] >> (8 * (p % 4));
+    const float xv = numerics::bits_f32(((xb & 0x7Fu) << 20) | ((xb & 0x80u) << 24));
+    part[k % 4] = fmaf(wv, xv, part[k % 4]);
+  }
+  return ((part[0] + part[1]) + (part[2] + part[3])) * mxfp4::e8m0_value(srow[kb]) *
+         numerics::exp2_f32(flag ? int(xsrow[kb]) - 127 : ref);
+}
 // Exact dot product of one weight row (unshuffled e2m1 bytes + e8m0 scales) with one stored e4m3
 // activation row (value x 2^(flag ? its block exponent : ref)), lanes over the k-blocks, fp32.
 __device__ inline float exact_dot(const uint8_t* wrow, const uint8_t* srow, const uint8_t* xrow, const uint8_t* xsrow,
                                   bool flag, int ref, int KB) {
   const int lane = threadIdx.x % kLanes;
   float sum = 0.0f;
-  for (int kb = lane; kb < KB; kb += kLanes) {
-    float part = 0.0f;
-    for (int k = 0; k < 32; ++k) {
-      const float wv = mxfp4::e2m1_value(uint32_t(wrow[kb * 16 + k / 2]) >> (4 * (k & 1)));
-      const float xv = mxfp4::e4m3_small_value(xrow[kb * 32 + position(k)]);
-      part = fmaf(wv, xv, part);
-    }
-    sum += part * mxfp4::e8m0_value(srow[kb]) * numerics::exp2_f32(flag ? int(xsrow[kb]) - 127 : ref);
-  }
+  for (int kb = lane; kb < KB; kb += kLanes) sum += exact_block(wrow, srow, xrow, xsrow, flag, ref, kb);
 #pragma unroll
   for (int o = kLanes / 2; o > 0; o >>= 1) sum += __shfl_xor(sum, o);
   return sum;
@@ -661,55 +686,244 @@ constexpr int gate_up_smem() {
   return C::kPipeBytes > C::BN * (C::BM + 4) * 4 ? C::kPipeBytes : C::BN * (C::BM + 4) * 4;
 }
 
+// One item of swiglu_requant: row c's 8 columns from nq (of kHalf: a quarter of a 32-value block), SwiGLU, bf16
+// rounding, the block's amax over the 4 lanes of its quarters (an aligned group of 4 lanes, all of them here), e2m1
+// codes, two 4-byte stores in position order; blocks outside the e4m3 window flagged for the exact fix-up. With a
+// NearList, values whose requantization an inexact g / u could change are listed (MOE_NEAR_BAND, mxfp4_near).
+struct NearList;
+template <class C, int FORCE>
+__device__ __forceinline__ void requant_item(const float* tile_f, const int* tok, int row0, int n0, int I, const Ws& ws,
+                                             int c, int nq, NearList* near, const float* row_weight);
+
+#if MOE_NEAR_STATS
+// Diagnostics (v42s): how far the fp8 values of the recomputed entries were from the exact ones, and what the pass
+// costs. [0]: entries, [1]: bf16 roundings that differed, [2]: the largest midpoint_distance of such an exact value,
+// [3]: tiles over kMax, [4]: tiles, [5]: tiles with entries, [6]: clock cycles of the first pass (thread 0, summed over
+// tiles), [7]: cycles from the list to the end (tiles with entries), [8 + b]: entries with |x - exact x| / |exact x|
+// in [2^(b - 40), 2^(b - 39)) (b 0: below 2^-40, exact included); [56] / [57]: thread 0's cycles in the
+// requantization loop (swiglu_requant, or the first pass) and their count.
+__device__ unsigned long long near_stats[64];
+#endif
+
 // SwiGLU, bf16 rounding and requantization of the fp32 tile [BN][BM + 4] (kHalf gate columns, then kHalf up) into
-// e4m3 a: 8 consecutive columns a thread (a quarter of a 32-value block: the block's amax over the 4 lanes of its
-// quarters), two 4-byte stores in position order; blocks outside the e4m3 window flagged for the exact fix-up. The
-// e2m1 rounding without branches and two items a step: ~4% of the 64-row path (docs/perf.md, section "moe_mxfp4 v30").
+// e4m3 a: 8 consecutive columns a thread (requant_item). The e2m1 rounding without branches and two items a step:
+// ~4% of the 64-row path (docs/perf.md, section "moe_mxfp4 v30").
 template <class C, int FORCE>
 __device__ __forceinline__ void swiglu_requant(const float* tile_f, const int* tok, int row0, int n0, int I, const Ws& ws) {
-  constexpr int kHalf = C::BM / 2, kStride = C::BM + 4;
-  constexpr int kQuarters = kHalf / 8, kItems = C::BN * kQuarters;
+  constexpr int kQuarters = C::BM / 2 / 8, kItems = C::BN * kQuarters;
+#if MOE_NEAR_STATS
+  const long long t0 = clock64();
+#endif
 #pragma unroll 2
-  for (int it = threadIdx.x; it < kItems; it += C::kThreads) {
-    const int c = it / kQuarters, nq = (it % kQuarters) * 8;  // nq: first column (of kHalf)
-    const float* gp = tile_f + c * kStride + nq;
-    const float4 g0 = *reinterpret_cast<const float4*>(gp), g1 = *reinterpret_cast<const float4*>(gp + 4);
-    const float4 u0 = *reinterpret_cast<const float4*>(gp + kHalf), u1 = *reinterpret_cast<const float4*>(gp + kHalf + 4);
-    const float gv[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
-    const float uv[8] = {u0.x, u0.y, u0.z, u0.w, u1.x, u1.y, u1.z, u1.w};
-    float xv[8], amax = 0.0f;
+  for (int it = threadIdx.x; it < kItems; it += C::kThreads)
+    requant_item<C, FORCE>(tile_f, tok, row0, n0, I, ws, it / kQuarters, (it % kQuarters) * 8, nullptr, nullptr);
+#if MOE_NEAR_STATS
+  if (threadIdx.x == 0) {
+    atomicAdd(&near_stats[56], (unsigned long long)(clock64() - t0));
+    atomicAdd(&near_stats[57], 1ull);
+  }
+#endif
+}
+
+#if MOE_NEAR_BAND
+// The values of a tile that must be exact (mxfp4_near::flip_step within MOE_NEAR_BAND units of a deciding midpoint,
+// mxfp4_near::must_be_exact at MOE_NEAR_MIN_STEP): (c << 16) | column, up to kMax; more fall back to the whole tile.
+struct NearList {
+  static constexpr int kMax = 128;
+  int n;
+  uint32_t at[kMax];
+  float dot[2 * kMax];  // the exact gate (2 i) and up (2 i + 1) values of entry i
+};
+#endif
+
+template <class C, int FORCE>
+__device__ __forceinline__ void requant_item(const float* tile_f, const int* tok, int row0, int n0, int I, const Ws& ws,
+                                             int c, int nq, NearList* near, const float* row_weight) {
+  constexpr int kHalf = C::BM / 2, kStride = C::BM + 4;
+  const float* gp = tile_f + c * kStride + nq;
+  const float4 g0 = *reinterpret_cast<const float4*>(gp), g1 = *reinterpret_cast<const float4*>(gp + 4);
+  const float4 u0 = *reinterpret_cast<const float4*>(gp + kHalf), u1 = *reinterpret_cast<const float4*>(gp + kHalf + 4);
+  const float gv[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
+  const float uv[8] = {u0.x, u0.y, u0.z, u0.w, u1.x, u1.y, u1.z, u1.w};
+  float xv[8], amax = 0.0f;
+#if MOE_NEAR_BAND
+  float raw[8];
+#endif
 #pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      const float silu = gv[k] / (1.0f + expf(-gv[k]));
-      xv[k] = numerics::bf16_to_f32(numerics::f32_to_bf16(silu * uv[k]));
-      amax = fmaxf(amax, mxfp4::abs_for_amax(xv[k]));
-    }
-    amax = fmaxf(amax, __shfl_xor(amax, 1));
-    amax = fmaxf(amax, __shfl_xor(amax, 2));
-    const int s = numerics::mxfp4_dynamic_scale_exp(amax);
-    const float inv = numerics::exp2_f32(-s);
-    uint32_t q = 0;
+  for (int k = 0; k < 8; ++k) {
+    const float silu = gv[k] / (1.0f + expf(-gv[k]));
+#if MOE_NEAR_BAND
+    raw[k] = silu * uv[k];
+#endif
+    xv[k] = numerics::bf16_to_f32(numerics::f32_to_bf16(silu * uv[k]));
+    amax = fmaxf(amax, mxfp4::abs_for_amax(xv[k]));
+  }
+  amax = fmaxf(amax, __shfl_xor(amax, 1));
+  amax = fmaxf(amax, __shfl_xor(amax, 2));
+  const int s = numerics::mxfp4_dynamic_scale_exp(amax);
+  const float inv = numerics::exp2_f32(-s);
+  uint32_t q = 0;
 #pragma unroll
-    for (int k = 0; k < 8; ++k) q |= numerics::f32_to_e2m1_ties_away_branchless(xv[k] * inv) << (4 * k);
-    int nz = (q & 0x77777777u) != 0u;
-    nz |= __shfl_xor(nz, 1);
-    nz |= __shfl_xor(nz, 2);
-    if (tok[c] < 0) continue;  // padding rows: never read back
-    const int64_t row = row0 + c;
-    const int64_t key = FORCE ? int64_t(ws.p.sorted_pair[row]) : row;  // the forced rows' choice (a_block_forced)
-    const bool unfolded = a_block_unfolded<FORCE>(s, key, (n0 + nq) / 32);
-    const bool flag = (nz && unfolded) || a_block_forced<FORCE>(key, (n0 + nq) / 32);
-    const int d = unfolded ? 0 : s;
-    uint8_t* dst = ws.p.a8 + row * I + n0 + (nq & ~31) + 4 * ((nq / 8) % 4);
-    const uint32_t elo = e4m3x4_of(q, d), ehi = e4m3x4_of(q >> 16, d);
-    *reinterpret_cast<uint32_t*>(dst) = elo;
-    *reinterpret_cast<uint32_t*>(dst + 16) = ehi;
-    if (nq % 32 == 0) {
-      ws.p.as[row * (I / 32) + (n0 + nq) / 32] = uint8_t(s + 127);
-      if (flag) ws.aflag[row] = 1;
+  for (int k = 0; k < 8; ++k) q |= numerics::f32_to_e2m1_ties_away_branchless(xv[k] * inv) << (4 * k);
+  int nz = (q & 0x77777777u) != 0u;
+  nz |= __shfl_xor(nz, 1);
+  nz |= __shfl_xor(nz, 2);
+  if (tok[c] < 0) return;  // padding rows: never read back
+  const int64_t row = row0 + c;
+#if MOE_NEAR_BAND
+  if (near != nullptr) {
+    bool any = false;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) any |= mxfp4_near::near_candidate(raw[k], MOE_NEAR_BAND);
+    // ~1 value in 256 is a candidate, so about half the warps' steps take this branch: flip_step in full only here
+    // (in the common path it doubled the loop's time), and no global loads (the row weights were read into shared
+    // memory under the mainloop).
+    if (any) {
+      const float w = row_weight[c];
+#pragma unroll
+      for (int k = 0; k < 8; ++k)
+        if (mxfp4_near::must_be_exact(mxfp4_near::flip_step(raw[k], amax, s, MOE_NEAR_BAND), w, MOE_NEAR_MIN_STEP)) {
+          const int i = atomicAdd(&near->n, 1);
+          if (i < NearList::kMax) near->at[i] = (uint32_t(c) << 16) | uint32_t(nq + k);
+        }
     }
   }
+#endif
+  const int64_t key = FORCE ? int64_t(ws.p.sorted_pair[row]) : row;  // the forced rows' choice (a_block_forced)
+  const bool unfolded = a_block_unfolded<FORCE>(s, key, (n0 + nq) / 32);
+  const bool flag = (nz && unfolded) || a_block_forced<FORCE>(key, (n0 + nq) / 32);
+  const int d = unfolded ? 0 : s;
+  uint8_t* dst = ws.p.a8 + row * I + n0 + (nq & ~31) + 4 * ((nq / 8) % 4);
+  const uint32_t elo = e4m3x4_of(q, d), ehi = e4m3x4_of(q >> 16, d);
+  *reinterpret_cast<uint32_t*>(dst) = elo;
+  *reinterpret_cast<uint32_t*>(dst + 16) = ehi;
+  if (nq % 32 == 0) {
+    ws.p.as[row * (I / 32) + (n0 + nq) / 32] = uint8_t(s + 127);
+    if (flag) ws.aflag[row] = 1;
+  }
 }
+
+#if MOE_NEAR_BAND
+// swiglu_requant, then the listed values' g and u recomputed exactly and their blocks requantized again. part(c, r, kb):
+// k-block kb of tile row r's (gate / up weight row) exact dot product with row c's activations, scaled (the fix-up's
+// exact_block). A listed value's two dot products take the whole block (a k-block a thread, float atomics into shared
+// memory: the sums are exact, so their order does not matter), so one entry costs ~2 k-blocks of latency a thread
+// rather than one warp's 2 x KB / 32. A block requantized again stores its final values after a barrier; blocks
+// listed twice are written twice with equal bytes. An aflag set by the first pass stays: a row flagged without need
+// takes the down's exact fix-up, exact either way.
+template <class C, int FORCE, class PartF>
+__device__ __forceinline__ void swiglu_requant_near(float* tile_f, const int* tok, int row0, int n0, int I, int KB,
+                                                    const Ws& ws, const float* row_weight, PartF part) {
+  constexpr int kHalf = C::BM / 2, kStride = C::BM + 4, kQuarters = kHalf / 8, kItems = C::BN * kQuarters;
+  constexpr int kWarps = C::kThreads / kLanes;
+  __shared__ NearList near;
+  if (threadIdx.x == 0) near.n = 0;
+  __syncthreads();
+#if MOE_NEAR_STATS
+  const long long t0 = clock64();
+#endif
+#pragma unroll 2
+  for (int it = threadIdx.x; it < kItems; it += C::kThreads)
+    requant_item<C, FORCE>(tile_f, tok, row0, n0, I, ws, it / kQuarters, (it % kQuarters) * 8, &near, row_weight);
+#if MOE_NEAR_STATS
+  if (threadIdx.x == 0) {
+    atomicAdd(&near_stats[56], (unsigned long long)(clock64() - t0));
+    atomicAdd(&near_stats[57], 1ull);
+  }
+#endif
+  __syncthreads();
+  const int n = near.n;
+#if MOE_NEAR_STATS
+  const long long t1 = clock64();
+  if (threadIdx.x == 0) {
+    atomicAdd(&near_stats[4], 1ull);
+    atomicAdd(&near_stats[5], n > 0 ? 1ull : 0ull);
+    atomicAdd(&near_stats[6], (unsigned long long)(t1 - t0));
+  }
+  struct Clock {  // the cycles from here to the return (tiles with entries)
+    long long t;
+    __device__ ~Clock() {
+      if (threadIdx.x == 0) atomicAdd(&near_stats[7], (unsigned long long)(clock64() - t));
+    }
+  } clock_rest{n > 0 ? t1 : clock64()};
+#endif
+  if (n == 0) return;
+  const int warp = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
+  if (n > NearList::kMax) {  // never seen: every value of the tile exact, one warp a value, then the whole tile again
+    for (int idx = warp; idx < C::BN * C::BM; idx += kWarps) {
+      const int c = idx / C::BM, r = idx % C::BM;
+      if (tok[c] < 0) continue;
+      float v = 0.0f;
+      for (int kb = lane; kb < KB; kb += kLanes) v += part(c, r, kb);
+#pragma unroll
+      for (int o = kLanes / 2; o > 0; o >>= 1) v += __shfl_xor(v, o);
+      if (lane == 0) tile_f[c * kStride + r] = v;
+    }
+#if MOE_NEAR_STATS
+    if (threadIdx.x == 0) atomicAdd(&near_stats[3], 1ull);
+#endif
+    __syncthreads();
+    swiglu_requant<C, FORCE>(tile_f, tok, row0, n0, I, ws);
+    return;
+  }
+  for (int d = threadIdx.x; d < 2 * n; d += C::kThreads) near.dot[d] = 0.0f;
+  __syncthreads();
+  // Items i = d KB + kb (dot product d: entry d / 2, gate or up; k-block kb), a thread kU of them a step so that their
+  // loads are in flight together; a warp whose 32 items are one dot product's adds their sum once.
+  constexpr int kU = 4;
+  const int items = 2 * n * KB;
+  for (int i0 = threadIdx.x - lane; i0 < items; i0 += C::kThreads * kU) {
+    float v[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int i = i0 + u * C::kThreads + lane, d = i / KB;
+      const uint32_t at = near.at[min(d, 2 * n - 1) >> 1];
+      v[u] = i < items ? part(int(at >> 16), (d & 1) * kHalf + int(at & 0xFFFFu), i % KB) : 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int w0 = i0 + u * C::kThreads, i = w0 + lane;
+      if (w0 >= items) break;  // uniform over the warp
+      const int d0 = w0 / KB, d1 = min(w0 + kLanes - 1, items - 1) / KB;
+      if (d0 == d1) {
+        float t = v[u];
+#pragma unroll
+        for (int o = kLanes / 2; o > 0; o >>= 1) t += __shfl_xor(t, o);
+        if (lane == 0) atomicAdd(&near.dot[d0], t);
+      } else if (i < items) {
+        atomicAdd(&near.dot[i / KB], v[u]);
+      }
+    }
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < n; e += C::kThreads) {
+    const int c = int(near.at[e] >> 16), col = int(near.at[e] & 0xFFFFu);
+    const float g = near.dot[2 * e], u = near.dot[2 * e + 1];
+#if MOE_NEAR_STATS
+    const float g0 = tile_f[c * kStride + col], u0 = tile_f[c * kStride + kHalf + col];
+    const float x0 = g0 / (1.0f + expf(-g0)) * u0, x = g / (1.0f + expf(-g)) * u;
+    const float rel = x != 0.0f ? fabsf(x0 - x) / fabsf(x) : 0.0f;
+    const int b = rel < 0x1p-40f ? 0 : min(47, 40 + int(floorf(log2f(rel))));
+    atomicAdd(&near_stats[0], 1ull);
+    atomicAdd(&near_stats[8 + b], 1ull);
+    if (numerics::f32_to_bf16(x0) != numerics::f32_to_bf16(x)) {
+      atomicAdd(&near_stats[1], 1ull);
+      atomicMax(&near_stats[2], (unsigned long long)mxfp4_near::midpoint_distance(x));
+    }
+#endif
+    tile_f[c * kStride + col] = g;
+    tile_f[c * kStride + kHalf + col] = u;
+  }
+  __syncthreads();
+  // Again, the listed values' blocks: 8 a warp and step, the 4 lanes of a group one block's quarters (every lane of
+  // the warp takes part in the shuffles: groups past the list repeat its last block).
+  for (int base = warp * 8; base < n; base += kWarps * 8) {
+    const uint32_t at = near.at[min(base + lane / 4, n - 1)];
+    const int c = int(at >> 16), nq = int(at & 0xFFFFu) / 32 * 32 + (lane % 4) * 8;
+    requant_item<C, FORCE>(tile_f, tok, row0, n0, I, ws, c, nq, nullptr, nullptr);
+  }
+}
+#endif
 
 // The gate_up kernel's work once its tile is known (shared with moe_fp8r2::gate_up): the tile's rows and weight
 // row groups, the mainloop into fp32, the exact fix-up of flagged (row, column) pairs, then SwiGLU, bf16 rounding
@@ -723,6 +937,9 @@ __device__ __forceinline__ void gate_up_tile(const MoeArgs& a, const Ws& ws, con
   constexpr int kHalf = C::BM / 2;
   const int n0 = col() * kHalf;
   for (int i = threadIdx.x; i < C::BM / 16; i += C::kThreads) rg[i] = (i < kHalf / 16 ? n0 : I + n0 - kHalf) / 16 + i;
+#if MOE_NEAR_BAND
+  __shared__ float near_weight[C::BN];  // the rows' routing weights (swiglu_requant_near's filter)
+#endif
   bool real = false;
   if (threadIdx.x < C::BN) {
     const int c = threadIdx.x;
@@ -733,6 +950,9 @@ __device__ __forceinline__ void gate_up_tile(const MoeArgs& a, const Ws& ws, con
     tok[c] = p >= 0 ? token : -1;
     xflag[c] = p >= 0 && ws.xr[2 * token + 1];
     real = p >= 0;
+#if MOE_NEAR_BAND
+    near_weight[c] = p >= 0 ? a.topk_weights[p] : 0.0f;  // loaded under the mainloop
+#endif
   }
   const int nreal = __syncthreads_count(real);
   float acc[C::MT][C::NG][4];
@@ -779,7 +999,17 @@ __device__ __forceinline__ void gate_up_tile(const MoeArgs& a, const Ws& ws, con
     __syncthreads();
   }
 
+#if MOE_NEAR_BAND
+  const auto part = [&](int c, int r, int kb) {  // the fix-up's dot product, k-block kb
+    const int64_t n = int64_t(tile.expert) * 2 * I + rg[r / 16] * 16 + r % 16;
+    const int t = tok[c];
+    return exact_block(a.gate_up_weight + n * (H / 2), a.gate_up_weight_scale + n * KB, ws.p.x8 + int64_t(t) * H,
+                       ws.p.xs + int64_t(t) * KB, ws.xr[2 * t + 1] != 0, ws.xr[2 * t], kb);
+  };
+  swiglu_requant_near<C, FORCE>(tile_f, tok, tile.row0, n0, I, KB, ws, near_weight, part);
+#else
   swiglu_requant<C, FORCE>(tile_f, tok, tile.row0, n0, I, ws);
+#endif
 }
 
 // Stage 1. grid (tiles_max, I / (BM / 2)): BM/2 gate + BM/2 up rows x 128 sorted rows, SwiGLU, bf16

@@ -199,6 +199,9 @@ __device__ inline bool gate_up_block(const MoeArgs& a, const Ws& ws, const Split
   constexpr int kHalf = C::BM / 2;
   const int n0 = by * kHalf;
   for (int i = threadIdx.x; i < C::BM / 16; i += C::kThreads) rg[i] = (i < kHalf / 16 ? n0 : I + n0 - kHalf) / 16 + i;
+#if MOE_NEAR_BAND
+  __shared__ float near_weight[C::BN];  // the rows' routing weights (swiglu_requant_near's filter)
+#endif
   bool real = false;
   if (int(threadIdx.x) < C::BN) {
     const int c = threadIdx.x;
@@ -211,6 +214,9 @@ __device__ inline bool gate_up_block(const MoeArgs& a, const Ws& ws, const Split
     tok[c] = p >= 0 ? token : -1;
     xflag[c] = p >= 0 && ws.xr[2 * token + 1];
     real = p >= 0;
+#if MOE_NEAR_BAND
+    near_weight[c] = p >= 0 ? a.topk_weights[p] : 0.0f;  // loaded under the mainloop
+#endif
   }
   const int nreal = __syncthreads_count(real);
   float acc[C::MT][C::NG][4];
@@ -343,7 +349,18 @@ __device__ inline bool gate_up_block(const MoeArgs& a, const Ws& ws, const Split
     }
   } else {
     static_assert(C::BN * (C::BM / 16) % C::kThreads == 0, "whole passes");
+#if MOE_NEAR_BAND
+    const auto part = [&](int c, int r, int kb) {  // the fix-up's dot product, k-block kb
+      const int64_t n = int64_t(tile.expert) * 2 * I + rg[r / 16] * 16 + r % 16;
+      const int t = tok[c];
+      return moe_fp8r::exact_block(a.gate_up_weight + n * (H / 2), a.gate_up_weight_scale + n * KB,
+                                   ws.p.x8 + int64_t(t) * H, ws.p.xs + int64_t(t) * KB, ws.xr[2 * t + 1] != 0,
+                                   ws.xr[2 * t], kb);
+    };
+    moe_fp8r::swiglu_requant_near<C, FORCE>(tile_f, tok, tile.row0, n0, I, KB, ws, near_weight, part);
+#else
     moe_fp8r::swiglu_requant<C, FORCE>(tile_f, tok, tile.row0, n0, I, ws);  // moe_fp8r's epilogue
+#endif
   }
   return true;
 }
