@@ -538,6 +538,16 @@ __device__ inline float exact_dot(const uint8_t* wrow, const uint8_t* srow, cons
   return sum;
 }
 
+// One exact dot product's operands (exact_dot's arguments): swiglu_requant_near's items read k-block kb of them.
+struct ExactRow {
+  const uint8_t *w, *s, *x, *xs;
+  bool flag;
+  int ref;
+  __device__ float scale(int kb) const {
+    return mxfp4::e8m0_value(s[kb]) * numerics::exp2_f32(flag ? int(xs[kb]) - 127 : ref);
+  }
+};
+
 // The stored form of a SwiGLU activation block (swiglu_requant): e2m1 x 2^s folded into e4m3 (d = s) when s is in
 // [-8, 6] and the block is not forced, else unfolded (d = 0). A row is flagged when one of its blocks is unfolded with
 // nonzero values, so a flagged row can hold both forms (its column blocks are requantized by different gate_up blocks).
@@ -689,11 +699,11 @@ constexpr int gate_up_smem() {
 // One item of swiglu_requant: row c's 8 columns from nq (of kHalf: a quarter of a 32-value block), SwiGLU, bf16
 // rounding, the block's amax over the 4 lanes of its quarters (an aligned group of 4 lanes, all of them here), e2m1
 // codes, two 4-byte stores in position order; blocks outside the e4m3 window flagged for the exact fix-up. With a
-// NearList, values whose requantization an inexact g / u could change are listed (MOE_NEAR_BAND, mxfp4_near).
+// NearList, the items holding candidate values (mxfp4_near::near_candidate) are listed for swiglu_requant_near.
 struct NearList;
 template <class C, int FORCE>
 __device__ __forceinline__ void requant_item(const float* tile_f, const int* tok, int row0, int n0, int I, const Ws& ws,
-                                             int c, int nq, NearList* near, const float* row_weight);
+                                             int c, int nq, NearList* near);
 
 #if MOE_NEAR_STATS
 // Diagnostics (v42s): how far the fp8 values of the recomputed entries were from the exact ones, and what the pass
@@ -701,7 +711,8 @@ __device__ __forceinline__ void requant_item(const float* tile_f, const int* tok
 // [3]: tiles over kMax, [4]: tiles, [5]: tiles with entries, [6]: clock cycles of the first pass (thread 0, summed over
 // tiles), [7]: cycles from the list to the end (tiles with entries), [8 + b]: entries with |x - exact x| / |exact x|
 // in [2^(b - 40), 2^(b - 39)) (b 0: below 2^-40, exact included); [56] / [57]: thread 0's cycles in the
-// requantization loop (swiglu_requant, or the first pass) and their count.
+// requantization loop (swiglu_requant, or the first pass) and their count; [58]: cycles from the list to the dot
+// products' end (tiles with entries).
 __device__ unsigned long long near_stats[64];
 #endif
 
@@ -716,7 +727,7 @@ __device__ __forceinline__ void swiglu_requant(const float* tile_f, const int* t
 #endif
 #pragma unroll 2
   for (int it = threadIdx.x; it < kItems; it += C::kThreads)
-    requant_item<C, FORCE>(tile_f, tok, row0, n0, I, ws, it / kQuarters, (it % kQuarters) * 8, nullptr, nullptr);
+    requant_item<C, FORCE>(tile_f, tok, row0, n0, I, ws, it / kQuarters, (it % kQuarters) * 8, nullptr);
 #if MOE_NEAR_STATS
   if (threadIdx.x == 0) {
     atomicAdd(&near_stats[56], (unsigned long long)(clock64() - t0));
@@ -729,16 +740,18 @@ __device__ __forceinline__ void swiglu_requant(const float* tile_f, const int* t
 // The values of a tile that must be exact (mxfp4_near::flip_step within MOE_NEAR_BAND units of a deciding midpoint,
 // mxfp4_near::must_be_exact at MOE_NEAR_MIN_STEP): (c << 16) | column, up to kMax; more fall back to the whole tile.
 struct NearList {
-  static constexpr int kMax = 128;
-  int n;
+  static constexpr int kMax = 128, kCandMax = 256;
+  int n, ncand;
   uint32_t at[kMax];
-  float dot[2 * kMax];  // the exact gate (2 i) and up (2 i + 1) values of entry i
+  float dot[2 * kMax];          // the exact gate (2 i) and up (2 i + 1) values of entry i
+  uint32_t cand[kCandMax];      // items with candidate values: (c << 16) | (nq << 8) | 8-bit mask of the values
+  float cand_amax[kCandMax];    // their block's largest bf16 |value|
 };
 #endif
 
 template <class C, int FORCE>
 __device__ __forceinline__ void requant_item(const float* tile_f, const int* tok, int row0, int n0, int I, const Ws& ws,
-                                             int c, int nq, NearList* near, const float* row_weight) {
+                                             int c, int nq, NearList* near) {
   constexpr int kHalf = C::BM / 2, kStride = C::BM + 4;
   const float* gp = tile_f + c * kStride + nq;
   const float4 g0 = *reinterpret_cast<const float4*>(gp), g1 = *reinterpret_cast<const float4*>(gp + 4);
@@ -772,20 +785,18 @@ __device__ __forceinline__ void requant_item(const float* tile_f, const int* tok
   const int64_t row = row0 + c;
 #if MOE_NEAR_BAND
   if (near != nullptr) {
-    bool any = false;
+    // Candidates only (integer operations): ~1 value in 256, so about half the warps' steps list an item. The full
+    // test (flip_step, the row's weight) runs after the loop on the listed items: inline here, its code doubled the
+    // loop's time.
+    uint32_t mask = 0;
 #pragma unroll
-    for (int k = 0; k < 8; ++k) any |= mxfp4_near::near_candidate(raw[k], MOE_NEAR_BAND);
-    // ~1 value in 256 is a candidate, so about half the warps' steps take this branch: flip_step in full only here
-    // (in the common path it doubled the loop's time), and no global loads (the row weights were read into shared
-    // memory under the mainloop).
-    if (any) {
-      const float w = row_weight[c];
-#pragma unroll
-      for (int k = 0; k < 8; ++k)
-        if (mxfp4_near::must_be_exact(mxfp4_near::flip_step(raw[k], amax, s, MOE_NEAR_BAND), w, MOE_NEAR_MIN_STEP)) {
-          const int i = atomicAdd(&near->n, 1);
-          if (i < NearList::kMax) near->at[i] = (uint32_t(c) << 16) | uint32_t(nq + k);
-        }
+    for (int k = 0; k < 8; ++k) mask |= uint32_t(mxfp4_near::near_candidate(raw[k], MOE_NEAR_BAND)) << k;
+    if (mask != 0u) {
+      const int i = atomicAdd(&near->ncand, 1);
+      if (i < NearList::kCandMax) {
+        near->cand[i] = (uint32_t(c) << 16) | (uint32_t(nq) << 8) | mask;
+        near->cand_amax[i] = amax;
+      }
     }
   }
 #endif
@@ -804,33 +815,51 @@ __device__ __forceinline__ void requant_item(const float* tile_f, const int* tok
 }
 
 #if MOE_NEAR_BAND
-// swiglu_requant, then the listed values' g and u recomputed exactly and their blocks requantized again. part(c, r, kb):
-// k-block kb of tile row r's (gate / up weight row) exact dot product with row c's activations, scaled (the fix-up's
-// exact_block). A listed value's two dot products take the whole block (a k-block a thread, float atomics into shared
+// swiglu_requant, then the listed values' g and u recomputed exactly and their blocks requantized again. rows(c, r): the
+// ExactRow of tile row r's (gate / up weight row) exact dot product with row c's activations (the fix-up's). A listed value's two dot products take the whole block (a k-block a thread, float atomics into shared
 // memory: the sums are exact, so their order does not matter), so one entry costs ~2 k-blocks of latency a thread
 // rather than one warp's 2 x KB / 32. A block requantized again stores its final values after a barrier; blocks
 // listed twice are written twice with equal bytes. An aflag set by the first pass stays: a row flagged without need
 // takes the down's exact fix-up, exact either way.
-template <class C, int FORCE, class PartF>
+template <class C, int FORCE, class RowsF>
 __device__ __forceinline__ void swiglu_requant_near(float* tile_f, const int* tok, int row0, int n0, int I, int KB,
-                                                    const Ws& ws, const float* row_weight, PartF part) {
+                                                    const Ws& ws, const float* row_weight, RowsF rows) {
   constexpr int kHalf = C::BM / 2, kStride = C::BM + 4, kQuarters = kHalf / 8, kItems = C::BN * kQuarters;
   constexpr int kWarps = C::kThreads / kLanes;
   __shared__ NearList near;
-  if (threadIdx.x == 0) near.n = 0;
+  if (threadIdx.x == 0) near.n = near.ncand = 0;
   __syncthreads();
 #if MOE_NEAR_STATS
   const long long t0 = clock64();
 #endif
 #pragma unroll 2
   for (int it = threadIdx.x; it < kItems; it += C::kThreads)
-    requant_item<C, FORCE>(tile_f, tok, row0, n0, I, ws, it / kQuarters, (it % kQuarters) * 8, &near, row_weight);
+    requant_item<C, FORCE>(tile_f, tok, row0, n0, I, ws, it / kQuarters, (it % kQuarters) * 8, &near);
 #if MOE_NEAR_STATS
   if (threadIdx.x == 0) {
     atomicAdd(&near_stats[56], (unsigned long long)(clock64() - t0));
     atomicAdd(&near_stats[57], 1ull);
   }
 #endif
+  __syncthreads();
+  // The candidates' full test (requant_item's values again from the tile: the same operations, the same bits).
+  const int nc = near.ncand;
+  for (int i = threadIdx.x; i < min(nc, NearList::kCandMax); i += C::kThreads) {
+    const uint32_t cd = near.cand[i];
+    const int c = int(cd >> 16), nq = int((cd >> 8) & 0xFFu);
+    const float amax = near.cand_amax[i], w = row_weight[c];
+    const int s = numerics::mxfp4_dynamic_scale_exp(amax);
+    for (int k = 0; k < 8; ++k) {
+      if (!((cd >> k) & 1u)) continue;
+      const float g = tile_f[c * kStride + nq + k], u = tile_f[c * kStride + kHalf + nq + k];
+      const float silu = g / (1.0f + expf(-g));
+      if (mxfp4_near::must_be_exact(mxfp4_near::flip_step(silu * u, amax, s, MOE_NEAR_BAND), w, MOE_NEAR_MIN_STEP)) {
+        const int e = atomicAdd(&near.n, 1);
+        if (e < NearList::kMax) near.at[e] = (uint32_t(c) << 16) | uint32_t(nq + k);
+      }
+    }
+  }
+  if (nc > NearList::kCandMax && threadIdx.x == 0) near.n = NearList::kMax + 1;  // never seen: the whole tile exact
   __syncthreads();
   const int n = near.n;
 #if MOE_NEAR_STATS
@@ -853,10 +882,8 @@ __device__ __forceinline__ void swiglu_requant_near(float* tile_f, const int* to
     for (int idx = warp; idx < C::BN * C::BM; idx += kWarps) {
       const int c = idx / C::BM, r = idx % C::BM;
       if (tok[c] < 0) continue;
-      float v = 0.0f;
-      for (int kb = lane; kb < KB; kb += kLanes) v += part(c, r, kb);
-#pragma unroll
-      for (int o = kLanes / 2; o > 0; o >>= 1) v += __shfl_xor(v, o);
+      const ExactRow er = rows(c, r);
+      const float v = exact_dot(er.w, er.s, er.x, er.xs, er.flag, er.ref, KB);
       if (lane == 0) tile_f[c * kStride + r] = v;
     }
 #if MOE_NEAR_STATS
@@ -868,18 +895,44 @@ __device__ __forceinline__ void swiglu_requant_near(float* tile_f, const int* to
   }
   for (int d = threadIdx.x; d < 2 * n; d += C::kThreads) near.dot[d] = 0.0f;
   __syncthreads();
-  // Items i = d KB + kb (dot product d: entry d / 2, gate or up; k-block kb), a thread kU of them a step so that their
-  // loads are in flight together; a warp whose 32 items are one dot product's adds their sum once.
+  // Items i = d KB + kb (dot product d: entry d / 2, gate or up; k-block kb), a thread kU of them a step: their 48
+  // bytes each loaded first, then exact_block's products over four words at a time, rotating the registers so that the
+  // loop stays rolled (code run once a tile is fetched cold: fully unrolled, 4 items were ~30 KB of instructions and
+  // ran at a quarter of the issue rate). A warp whose 32 items are one dot product's adds their sum once.
   constexpr int kU = 4;
   const int items = 2 * n * KB;
   for (int i0 = threadIdx.x - lane; i0 < items; i0 += C::kThreads * kU) {
-    float v[kU];
+    uint32_t w[kU][4], x[kU][8];
+    float scale[kU], v[kU];
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
-      const int i = i0 + u * C::kThreads + lane, d = i / KB;
-      const uint32_t at = near.at[min(d, 2 * n - 1) >> 1];
-      v[u] = i < items ? part(int(at >> 16), (d & 1) * kHalf + int(at & 0xFFFFu), i % KB) : 0.0f;
+      const int i = i0 + u * C::kThreads + lane, d = min(i, items - 1) / KB, kb = min(i, items - 1) % KB;
+      const uint32_t at = near.at[d >> 1];
+      const ExactRow er = rows(int(at >> 16), (d & 1) * kHalf + int(at & 0xFFFFu));
+      const uint4 w4 = *reinterpret_cast<const uint4*>(er.w + kb * 16);
+      const uint4 x0 = *reinterpret_cast<const uint4*>(er.x + kb * 32), x1 = *reinterpret_cast<const uint4*>(er.x + kb * 32 + 16);
+      w[u][0] = w4.x, w[u][1] = w4.y, w[u][2] = w4.z, w[u][3] = w4.w;
+      x[u][0] = x0.x, x[u][1] = x0.y, x[u][2] = x0.z, x[u][3] = x0.w, x[u][4] = x1.x, x[u][5] = x1.y, x[u][6] = x1.z;
+      x[u][7] = x1.w;
+      scale[u] = i < items ? er.scale(kb) : 0.0f;
     }
+    float part[kU][4] = {};
+#pragma unroll 1
+    for (int j = 0; j < 4; ++j) {  // k = 8 j + t: weight word j, activation words j (t < 4) and 4 + j (exact_block)
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+#pragma unroll
+        for (int t = 0; t < 8; ++t) {
+          const float wv = mxfp4::e2m1_value(w[u][0] >> (4 * t)) * 0x1p120f;
+          const uint32_t xb = (t < 4 ? x[u][0] : x[u][4]) >> (8 * (t & 3));
+          part[u][t & 3] = fmaf(wv, numerics::bits_f32(((xb & 0x7Fu) << 20) | ((xb & 0x80u) << 24)), part[u][t & 3]);
+        }
+        w[u][0] = w[u][1], w[u][1] = w[u][2], w[u][2] = w[u][3];
+        x[u][0] = x[u][1], x[u][1] = x[u][2], x[u][2] = x[u][3], x[u][4] = x[u][5], x[u][5] = x[u][6], x[u][6] = x[u][7];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u) v[u] = ((part[u][0] + part[u][1]) + (part[u][2] + part[u][3])) * scale[u];
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       const int w0 = i0 + u * C::kThreads, i = w0 + lane;
@@ -896,6 +949,9 @@ __device__ __forceinline__ void swiglu_requant_near(float* tile_f, const int* to
     }
   }
   __syncthreads();
+#if MOE_NEAR_STATS
+  if (threadIdx.x == 0) atomicAdd(&near_stats[58], (unsigned long long)(clock64() - t1));
+#endif
   for (int e = threadIdx.x; e < n; e += C::kThreads) {
     const int c = int(near.at[e] >> 16), col = int(near.at[e] & 0xFFFFu);
     const float g = near.dot[2 * e], u = near.dot[2 * e + 1];
@@ -920,7 +976,7 @@ __device__ __forceinline__ void swiglu_requant_near(float* tile_f, const int* to
   for (int base = warp * 8; base < n; base += kWarps * 8) {
     const uint32_t at = near.at[min(base + lane / 4, n - 1)];
     const int c = int(at >> 16), nq = int(at & 0xFFFFu) / 32 * 32 + (lane % 4) * 8;
-    requant_item<C, FORCE>(tile_f, tok, row0, n0, I, ws, c, nq, nullptr, nullptr);
+    requant_item<C, FORCE>(tile_f, tok, row0, n0, I, ws, c, nq, nullptr);
   }
 }
 #endif
@@ -1000,13 +1056,13 @@ __device__ __forceinline__ void gate_up_tile(const MoeArgs& a, const Ws& ws, con
   }
 
 #if MOE_NEAR_BAND
-  const auto part = [&](int c, int r, int kb) {  // the fix-up's dot product, k-block kb
+  const auto rows = [&](int c, int r) {  // the fix-up's dot product
     const int64_t n = int64_t(tile.expert) * 2 * I + rg[r / 16] * 16 + r % 16;
     const int t = tok[c];
-    return exact_block(a.gate_up_weight + n * (H / 2), a.gate_up_weight_scale + n * KB, ws.p.x8 + int64_t(t) * H,
-                       ws.p.xs + int64_t(t) * KB, ws.xr[2 * t + 1] != 0, ws.xr[2 * t], kb);
+    return ExactRow{a.gate_up_weight + n * (H / 2), a.gate_up_weight_scale + n * KB, ws.p.x8 + int64_t(t) * H,
+                    ws.p.xs + int64_t(t) * KB, ws.xr[2 * t + 1] != 0, ws.xr[2 * t]};
   };
-  swiglu_requant_near<C, FORCE>(tile_f, tok, tile.row0, n0, I, KB, ws, near_weight, part);
+  swiglu_requant_near<C, FORCE>(tile_f, tok, tile.row0, n0, I, KB, ws, near_weight, rows);
 #else
   swiglu_requant<C, FORCE>(tile_f, tok, tile.row0, n0, I, ws);
 #endif

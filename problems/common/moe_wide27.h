@@ -350,14 +350,14 @@ __device__ inline bool gate_up_block(const MoeArgs& a, const Ws& ws, const Split
   } else {
     static_assert(C::BN * (C::BM / 16) % C::kThreads == 0, "whole passes");
 #if MOE_NEAR_BAND
-    const auto part = [&](int c, int r, int kb) {  // the fix-up's dot product, k-block kb
+    const auto rows = [&](int c, int r) {  // the fix-up's dot product
       const int64_t n = int64_t(tile.expert) * 2 * I + rg[r / 16] * 16 + r % 16;
       const int t = tok[c];
-      return moe_fp8r::exact_block(a.gate_up_weight + n * (H / 2), a.gate_up_weight_scale + n * KB,
-                                   ws.p.x8 + int64_t(t) * H, ws.p.xs + int64_t(t) * KB, ws.xr[2 * t + 1] != 0,
-                                   ws.xr[2 * t], kb);
+      return moe_fp8r::ExactRow{a.gate_up_weight + n * (H / 2), a.gate_up_weight_scale + n * KB,
+                                ws.p.x8 + int64_t(t) * H, ws.p.xs + int64_t(t) * KB, ws.xr[2 * t + 1] != 0,
+                                ws.xr[2 * t]};
     };
-    moe_fp8r::swiglu_requant_near<C, FORCE>(tile_f, tok, tile.row0, n0, I, KB, ws, near_weight, part);
+    moe_fp8r::swiglu_requant_near<C, FORCE>(tile_f, tok, tile.row0, n0, I, KB, ws, near_weight, rows);
 #else
     moe_fp8r::swiglu_requant<C, FORCE>(tile_f, tok, tile.row0, n0, I, ws);  // moe_fp8r's epilogue
 #endif

@@ -13,12 +13,12 @@
 
 #if defined(MOE_WG8_HOST)
 namespace moe_v42s {  // named: nvcc's stub for a kernel of the file's unnamed namespace is ambiguous here
-__global__ void near_stats_report() {
+static __global__ void near_stats_report() {  // static: internal linkage (tests/test_kernel_linkage.cpp)
   unsigned long long* st = moe_fp8r::near_stats;
   printf("NEARSTATS entries %llu bf16_flips %llu max_flip_distance %llu over_cap %llu tiles %llu with_entries %llu "
          "cycles_first %llu cycles_rest %llu rel_hist(2^-40..):", st[0], st[1], st[2], st[3], st[4], st[5], st[6], st[7]);
   for (int b = 0; b < 48; ++b) printf(" %llu", st[8 + b]);
-  printf(" requant_loop_thread0 %llu / %llu", st[56], st[57]);
+  printf(" requant_loop_thread0 %llu / %llu dots %llu", st[56], st[57], st[58]);
   printf("\n");
   for (int i = 0; i < 64; ++i) st[i] = 0;
 }
