@@ -1041,27 +1041,25 @@ __device__ __forceinline__ void gate_up_tile(const MoeArgs& a, const Ws& ws, con
       }
   }
   if (threadIdx.x < C::BN) mine |= xflag[threadIdx.x] != 0;
+  const auto rows = [&](int c, int r) {  // the exact dot product of tile row r (gate / up weight row) with row c
+    const int64_t n = int64_t(tile.expert) * 2 * I + rg[r / 16] * 16 + r % 16;
+    const int t = tok[c];
+    return ExactRow{a.gate_up_weight + n * (H / 2), a.gate_up_weight_scale + n * KB, ws.p.x8 + int64_t(t) * H,
+                    ws.p.xs + int64_t(t) * KB, ws.xr[2 * t + 1] != 0, ws.xr[2 * t]};
+  };
   if (__syncthreads_or(mine)) {
     const int warp = threadIdx.x / kLanes;
     for (int idx = warp; idx < C::BN * C::BM; idx += C::kThreads / kLanes) {
       const int c = idx / C::BM, r = idx % C::BM;
       if (tok[c] < 0 || !(wflag[r] || xflag[c])) continue;
-      const int64_t n = int64_t(tile.expert) * 2 * I + rg[r / 16] * 16 + r % 16;
-      const int t = tok[c];
-      const float v = exact_dot(a.gate_up_weight + n * (H / 2), a.gate_up_weight_scale + n * KB, ws.p.x8 + int64_t(t) * H,
-                                ws.p.xs + int64_t(t) * KB, ws.xr[2 * t + 1] != 0, ws.xr[2 * t], KB);
+      const ExactRow er = rows(c, r);
+      const float v = exact_dot(er.w, er.s, er.x, er.xs, er.flag, er.ref, KB);
       if (threadIdx.x % kLanes == 0) tile_f[c * kStride + r] = v;
     }
     __syncthreads();
   }
 
 #if MOE_NEAR_BAND
-  const auto rows = [&](int c, int r) {  // the fix-up's dot product
-    const int64_t n = int64_t(tile.expert) * 2 * I + rg[r / 16] * 16 + r % 16;
-    const int t = tok[c];
-    return ExactRow{a.gate_up_weight + n * (H / 2), a.gate_up_weight_scale + n * KB, ws.p.x8 + int64_t(t) * H,
-                    ws.p.xs + int64_t(t) * KB, ws.xr[2 * t + 1] != 0, ws.xr[2 * t]};
-  };
   swiglu_requant_near<C, FORCE>(tile_f, tok, tile.row0, n0, I, KB, ws, near_weight, rows);
 #else
   swiglu_requant<C, FORCE>(tile_f, tok, tile.row0, n0, I, ws);

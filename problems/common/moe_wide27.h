@@ -317,16 +317,19 @@ __device__ inline bool gate_up_block(const MoeArgs& a, const Ws& ws, const Split
       }
   }
   if (int(threadIdx.x) < C::BN) mine |= xflag[threadIdx.x] != 0;
+  const auto rows = [&](int c, int r) {  // the exact dot product of tile row r (gate / up weight row) with row c
+    const int64_t n = int64_t(tile.expert) * 2 * I + rg[r / 16] * 16 + r % 16;
+    const int t = tok[c];
+    return moe_fp8r::ExactRow{a.gate_up_weight + n * (H / 2), a.gate_up_weight_scale + n * KB,
+                              ws.p.x8 + int64_t(t) * H, ws.p.xs + int64_t(t) * KB, ws.xr[2 * t + 1] != 0, ws.xr[2 * t]};
+  };
   if (__syncthreads_or(mine)) {
     const int warp = threadIdx.x / kLanes;
     for (int idx = warp; idx < C::BN * C::BM; idx += C::kThreads / kLanes) {
       const int c = idx / C::BM, r = idx % C::BM;
       if (tok[c] < 0 || !(wflag[r] || xflag[c])) continue;
-      const int64_t n = int64_t(tile.expert) * 2 * I + rg[r / 16] * 16 + r % 16;
-      const int t = tok[c];
-      const float v = moe_fp8r::exact_dot(a.gate_up_weight + n * (H / 2), a.gate_up_weight_scale + n * KB,
-                                          ws.p.x8 + int64_t(t) * H, ws.p.xs + int64_t(t) * KB, ws.xr[2 * t + 1] != 0,
-                                          ws.xr[2 * t], KB);
+      const moe_fp8r::ExactRow er = rows(c, r);
+      const float v = moe_fp8r::exact_dot(er.w, er.s, er.x, er.xs, er.flag, er.ref, KB);
       if (threadIdx.x % kLanes == 0) tile_f[c * kStride + r] = v;
     }
     __syncthreads();
@@ -350,13 +353,6 @@ __device__ inline bool gate_up_block(const MoeArgs& a, const Ws& ws, const Split
   } else {
     static_assert(C::BN * (C::BM / 16) % C::kThreads == 0, "whole passes");
 #if MOE_NEAR_BAND
-    const auto rows = [&](int c, int r) {  // the fix-up's dot product
-      const int64_t n = int64_t(tile.expert) * 2 * I + rg[r / 16] * 16 + r % 16;
-      const int t = tok[c];
-      return moe_fp8r::ExactRow{a.gate_up_weight + n * (H / 2), a.gate_up_weight_scale + n * KB,
-                                ws.p.x8 + int64_t(t) * H, ws.p.xs + int64_t(t) * KB, ws.xr[2 * t + 1] != 0,
-                                ws.xr[2 * t]};
-    };
     moe_fp8r::swiglu_requant_near<C, FORCE>(tile_f, tok, tile.row0, n0, I, KB, ws, near_weight, rows);
 #else
     moe_fp8r::swiglu_requant<C, FORCE>(tile_f, tok, tile.row0, n0, I, ws);  // moe_fp8r's epilogue
