@@ -50,7 +50,7 @@ step mla_graph 40 "$h" run mla_decode --variant "$mla_best" --mode benchmark --s
 step mla_hot 40 "$h" run mla_decode --variant "$mla_best" --mode benchmark --shapes 0,1,2 --hot --json "$out/mla_hot.json"
 OUT=$out PLANTED_TIMEOUT=15 step engine_check 240 scripts/device_engine_check.sh "$dir"
 
-if [[ -x "$h" ]]; then  # exports every GPU variant itself unless DIR/submissions exists
+if [[ -x "$h" ]]; then  # exports the build's GPU variants itself unless DIR/submissions exists
   MLA_HARNESS_JSON=${MLA_HARNESS_JSON:-$out/mla_bench.json} MOE_HARNESS_JSON=${MOE_HARNESS_JSON:-$out/moe_bench.json} \
   CHECK_MAX_S=${CHECK_MAX_S:-0.5} HARNESS_TIMEOUT=${HARNESS_TIMEOUT:-150} step export "${EXPORT_S:-330}" scripts/device_export.sh "$dir"
 fi

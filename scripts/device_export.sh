@@ -7,8 +7,8 @@
 # geometric mean).
 #   scripts/device_export.sh [dir]   dir holds `harness` (a GPU build; statically linked runtime) and
 #                                    optionally submissions/<problem>__<variant>.py, made with `harness
-#                                    export` (any build can export); without it, every GPU variant of
-#                                    both problems is exported there first. Default dir build/export-dev.
+#                                    export` (any build can export); without it, the GPU variants of the
+#                                    build are exported there first. Default dir build/export-dev.
 # export_check.py compiles all files in parallel first (the official compile step; each one's time is
 # logged). Environment: SKIP_GOLDEN (skip the torch reference's golden and smoke checks); EXPORT_SHAPES
 # (test,benchmark by default); MLA_TIME / MOE_TIME: variants timed (default: all exported); MLA_BENCH_SHAPES / MOE_BENCH_SHAPES and
@@ -30,11 +30,17 @@ export TORCH_EXTENSIONS_DIR=${TORCH_EXTENSIONS_DIR:-$(mktemp -d /tmp/torch_ext.X
   nvcc --version 2>/dev/null | tail -1; "$h" list 2>/dev/null | head -1; } > "$out/device.txt" 2>&1
 cat "$out/device.txt" >&2
 
-if [[ ! -d "$subs" ]]; then  # export every GPU variant of both problems with the carried build
-  for p in mla_decode moe_mxfp4; do
-    "$h" export "$p" --variant gpu -o "$subs" --source-dir . > "$out/export_$p.log" 2>&1 \
-      || { echo "harness export $p failed: $(tail -1 "$out/export_$p.log")" >&2; exit 1; }
-  done
+if [[ ! -d "$subs" ]]; then
+  # Export the GPU variants compiled into the carried build (the ones the harness times next to them; `--variant
+  # gpu` would export every variant of the tree: 67 files took session 11's export step past its time limit).
+  built=$("$h" list 2>/dev/null | awk '/^[a-z_0-9]+: /{p=substr($1,1,length($1)-1)}
+                                      $2=="gpu" && $3=="available" && $1!="reference" {print p, $1}')
+  [[ -n "$built" ]] || { echo "device_export: no GPU variant in $h's list" >&2; exit 1; }
+  mkdir -p "$subs"
+  while read -r p v; do
+    "$h" export "$p" --variant "$v" -o "$subs/" --source-dir . >> "$out/export_$p.log" 2>&1 \
+      || { echo "harness export $p $v failed: $(tail -1 "$out/export_$p.log")" >&2; exit 1; }
+  done <<< "$built"
   echo "exported $(ls "$subs" | wc -l) submissions into $subs" >&2
 fi
 names() { ls "$subs"/"$1"__*.py 2>/dev/null | sed "s|.*/$1__||; s|\.py$||" | paste -sd, -; }
