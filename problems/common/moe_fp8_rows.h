@@ -508,7 +508,11 @@ __device__ inline void run_mainloop(const uint8_t* w, const uint8_t* wsc, const 
 // 16-byte loads (rows start 16-byte aligned: H / 2 and H are multiples of 16), then k in order from registers. An
 // activation's e4m3 bits shifted into an fp32 pattern are its value x 2^-120 (exponent field 0: an fp32 subnormal,
 // exactly e4m3's subnormal x 2^-120; 0x7F, e4m3's NaN, never occurs in these rows), so with the weight's e2m1 value
-// x 2^120 every product is the exact product (normal range), ~10 instructions a product, in four chains.
+// x 2^120 every product is the exact product (normal range), ~10 instructions a product, in four chains. The
+// subnormal operands must not be flushed: no --use_fast_math / -ftz (checked below for the former).
+#if defined(__USE_FAST_MATH__)
+#error "moe_fp8r::exact_block needs fp32 subnormals: build without --use_fast_math (and without -ftz=true)"
+#endif
 __device__ inline float exact_block(const uint8_t* wrow, const uint8_t* srow, const uint8_t* xrow, const uint8_t* xsrow,
                                     bool flag, int ref, int kb) {
   const uint4 w4 = *reinterpret_cast<const uint4*>(wrow + kb * 16);
@@ -826,6 +830,7 @@ __device__ __forceinline__ void swiglu_requant_near(float* tile_f, const int* to
                                                     const Ws& ws, const float* row_weight, RowsF rows) {
   constexpr int kHalf = C::BM / 2, kStride = C::BM + 4, kQuarters = kHalf / 8, kItems = C::BN * kQuarters;
   constexpr int kWarps = C::kThreads / kLanes;
+  static_assert(kHalf <= 256 && C::BN <= 65536, "NearList packs (c << 16) | (nq << 8) | mask and (c << 16) | column");
   __shared__ NearList near;
   if (threadIdx.x == 0) near.n = near.ncand = 0;
   __syncthreads();
@@ -859,7 +864,9 @@ __device__ __forceinline__ void swiglu_requant_near(float* tile_f, const int* to
       }
     }
   }
-  if (nc > NearList::kCandMax && threadIdx.x == 0) near.n = NearList::kMax + 1;  // never seen: the whole tile exact
+  // Never seen: more candidates than the list holds, so the whole tile exact (atomicMax: other threads' atomicAdds on
+  // near.n may still be in flight).
+  if (nc > NearList::kCandMax && threadIdx.x == 0) atomicMax(&near.n, NearList::kMax + 1);
   __syncthreads();
   const int n = near.n;
 #if MOE_NEAR_STATS
