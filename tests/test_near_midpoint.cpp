@@ -79,18 +79,20 @@ TEST_CASE("flip_step agrees with the reference's rounding rules", "[near_midpoin
   CHECK(checked == 200000);
 }
 
-// moe_fp8r::exact_block and swiglu_requant_near's dot products decode an e4m3 activation byte by shifting its bits
-// into an fp32 pattern (value x 2^-120, an fp32 subnormal for e4m3's subnormals) and scale the e2m1 weight by 2^120:
+// moe_fp8r::exact_block and swiglu_requant_near's dot products multiply mxfp4::e2m1_value_x2p120 by
+// mxfp4::e4m3_value_x2m120 (the e4m3 bits shifted into an fp32 pattern, an fp32 subnormal for e4m3's subnormals):
 // every product must be the exact e2m1 x e4m3 product (needs fp32 subnormals, as on the host here).
 TEST_CASE("exact dot products: shifted e4m3 bits times the scaled e2m1 value are exact", "[near_midpoint]") {
   int checked = 0;
   for (uint32_t b = 0; b < 256; ++b) {
     if ((b & 0x7Fu) == 0x7Fu) continue;  // e4m3's NaN: never in the activation rows
-    const float shifted = bits_f32(((b & 0x7Fu) << 20) | ((b & 0x80u) << 24));
+    const float shifted = mxfp4::e4m3_value_x2m120(b);
     CHECK(shifted * 0x1p120f == fp8_e4m3fn_to_f32(uint8_t(b)));
     for (uint32_t code = 0; code < 16; ++code) {
       const float w = mxfp4::e2m1_value(code);
-      CHECK(std::fma(w * 0x1p120f, shifted, 0.0f) == static_cast<float>(double(w) * fp8_e4m3fn_to_f32(uint8_t(b))));
+      CHECK(mxfp4::e2m1_value_x2p120(code) == w * 0x1p120f);
+      CHECK(std::fma(mxfp4::e2m1_value_x2p120(code), shifted, 0.0f) ==
+            static_cast<float>(double(w) * fp8_e4m3fn_to_f32(uint8_t(b))));
       ++checked;
     }
   }

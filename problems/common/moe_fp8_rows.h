@@ -504,53 +504,45 @@ __device__ inline void run_mainloop(const uint8_t* w, const uint8_t* wsc, const 
   __syncthreads();
 }
 
-// One k-block (kb) of exact_dot's product, scaled: the block's 16 weight bytes and 32 activation bytes in three
-// 16-byte loads (rows start 16-byte aligned: H / 2 and H are multiples of 16), then k in order from registers. An
-// activation's e4m3 bits shifted into an fp32 pattern are its value x 2^-120 (exponent field 0: an fp32 subnormal,
-// exactly e4m3's subnormal x 2^-120; 0x7F, e4m3's NaN, never occurs in these rows), so with the weight's e2m1 value
-// x 2^120 every product is the exact product (normal range), ~10 instructions a product, in four chains. The
-// subnormal operands must not be flushed: no --use_fast_math / -ftz (checked below for the former).
-#if defined(__USE_FAST_MATH__)
-#error "moe_fp8r::exact_block needs fp32 subnormals: build without --use_fast_math (and without -ftz=true)"
-#endif
-__device__ inline float exact_block(const uint8_t* wrow, const uint8_t* srow, const uint8_t* xrow, const uint8_t* xsrow,
-                                    bool flag, int ref, int kb) {
-  const uint4 w4 = *reinterpret_cast<const uint4*>(wrow + kb * 16);
-  const uint4 x0 = *reinterpret_cast<const uint4*>(xrow + kb * 32), x1 = *reinterpret_cast<const uint4*>(xrow + kb * 32 + 16);
-  const uint32_t w[4] = {w4.x, w4.y, w4.z, w4.w}, x[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
-  float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // four chains (any order: a block's sum is exact, ~13 bits)
-#pragma unroll
-  for (int k = 0; k < 32; ++k) {
-    const float wv = mxfp4::e2m1_value(w[k / 8] >> (4 * (k % 8))) * 0x1p120f;
-    const int p = position(k);
-    const uint32_t xb = x[p / 4] >> (8 * (p % 4));
-    const float xv = numerics::bits_f32(((xb & 0x7Fu) << 20) | ((xb & 0x80u) << 24));
-    part[k % 4] = fmaf(wv, xv, part[k % 4]);
-  }
-  return ((part[0] + part[1]) + (part[2] + part[3])) * mxfp4::e8m0_value(srow[kb]) *
-         numerics::exp2_f32(flag ? int(xsrow[kb]) - 127 : ref);
-}
-// Exact dot product of one weight row (unshuffled e2m1 bytes + e8m0 scales) with one stored e4m3
-// activation row (value x 2^(flag ? its block exponent : ref)), lanes over the k-blocks, fp32.
-__device__ inline float exact_dot(const uint8_t* wrow, const uint8_t* srow, const uint8_t* xrow, const uint8_t* xsrow,
-                                  bool flag, int ref, int KB) {
-  const int lane = threadIdx.x % kLanes;
-  float sum = 0.0f;
-  for (int kb = lane; kb < KB; kb += kLanes) sum += exact_block(wrow, srow, xrow, xsrow, flag, ref, kb);
-#pragma unroll
-  for (int o = kLanes / 2; o > 0; o >>= 1) sum += __shfl_xor(sum, o);
-  return sum;
-}
-
-// One exact dot product's operands (exact_dot's arguments): swiglu_requant_near's items read k-block kb of them.
+// The operands of one exact dot product: a weight row (unshuffled e2m1 bytes w + e8m0 scales s) and a stored e4m3
+// activation row x (value x 2^(flag ? its block exponent xs : ref)).
 struct ExactRow {
   const uint8_t *w, *s, *x, *xs;
   bool flag;
   int ref;
-  __device__ float scale(int kb) const {
+  __device__ float scale(int kb) const {  // k-block kb's weight and activation scales
     return mxfp4::e8m0_value(s[kb]) * numerics::exp2_f32(flag ? int(xs[kb]) - 127 : ref);
   }
 };
+
+// One k-block (kb) of exact_dot's product, scaled: the block's 16 weight bytes and 32 activation bytes in three
+// 16-byte loads (rows start 16-byte aligned: H / 2 and H are multiples of 16), then k in order from registers, the
+// products exact without a decode branch (mxfp4::e2m1_value_x2p120 x e4m3_value_x2m120), in four chains.
+#if defined(__USE_FAST_MATH__)
+#error "moe_fp8r::exact_block needs fp32 subnormals: build without --use_fast_math (and without -ftz=true)"
+#endif
+__device__ inline float exact_block(const ExactRow& er, int kb) {
+  const uint4 w4 = *reinterpret_cast<const uint4*>(er.w + kb * 16);
+  const uint4 x0 = *reinterpret_cast<const uint4*>(er.x + kb * 32), x1 = *reinterpret_cast<const uint4*>(er.x + kb * 32 + 16);
+  const uint32_t w[4] = {w4.x, w4.y, w4.z, w4.w}, x[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+  float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // four chains (any order: a block's sum is exact, ~13 bits)
+#pragma unroll
+  for (int k = 0; k < 32; ++k) {
+    const int p = position(k);
+    part[k % 4] = fmaf(mxfp4::e2m1_value_x2p120(w[k / 8] >> (4 * (k % 8))),
+                       mxfp4::e4m3_value_x2m120(x[p / 4] >> (8 * (p % 4))), part[k % 4]);
+  }
+  return ((part[0] + part[1]) + (part[2] + part[3])) * er.scale(kb);
+}
+// Exact dot product of one ExactRow, lanes over the k-blocks, fp32.
+__device__ inline float exact_dot(const ExactRow& er, int KB) {
+  const int lane = threadIdx.x % kLanes;
+  float sum = 0.0f;
+  for (int kb = lane; kb < KB; kb += kLanes) sum += exact_block(er, kb);
+#pragma unroll
+  for (int o = kLanes / 2; o > 0; o >>= 1) sum += __shfl_xor(sum, o);
+  return sum;
+}
 
 // The stored form of a SwiGLU activation block (swiglu_requant): e2m1 x 2^s folded into e4m3 (d = s) when s is in
 // [-8, 6] and the block is not forced, else unfolded (d = 0). A row is flagged when one of its blocks is unfolded with
@@ -721,17 +713,18 @@ __device__ unsigned long long near_stats[64];
 #endif
 
 // SwiGLU, bf16 rounding and requantization of the fp32 tile [BN][BM + 4] (kHalf gate columns, then kHalf up) into
-// e4m3 a: 8 consecutive columns a thread (requant_item). The e2m1 rounding without branches and two items a step:
-// ~4% of the 64-row path (docs/perf.md, section "moe_mxfp4 v30").
+// e4m3 a: 8 consecutive columns a thread (requant_item), two items a step; with a NearList, swiglu_requant_near's first
+// pass. ~25k cycles a 64-row tile on the H200 (docs/perf.md, section "moe_mxfp4 v42", calls 3 / 4).
 template <class C, int FORCE>
-__device__ __forceinline__ void swiglu_requant(const float* tile_f, const int* tok, int row0, int n0, int I, const Ws& ws) {
+__device__ __forceinline__ void swiglu_requant(const float* tile_f, const int* tok, int row0, int n0, int I, const Ws& ws,
+                                              NearList* near = nullptr) {
   constexpr int kQuarters = C::BM / 2 / 8, kItems = C::BN * kQuarters;
 #if MOE_NEAR_STATS
   const long long t0 = clock64();
 #endif
 #pragma unroll 2
   for (int it = threadIdx.x; it < kItems; it += C::kThreads)
-    requant_item<C, FORCE>(tile_f, tok, row0, n0, I, ws, it / kQuarters, (it % kQuarters) * 8, nullptr);
+    requant_item<C, FORCE>(tile_f, tok, row0, n0, I, ws, it / kQuarters, (it % kQuarters) * 8, near);
 #if MOE_NEAR_STATS
   if (threadIdx.x == 0) {
     atomicAdd(&near_stats[56], (unsigned long long)(clock64() - t0));
@@ -819,16 +812,17 @@ __device__ __forceinline__ void requant_item(const float* tile_f, const int* tok
 }
 
 #if MOE_NEAR_BAND
-// swiglu_requant, then the listed values' g and u recomputed exactly and their blocks requantized again. rows(c, r): the
-// ExactRow of tile row r's (gate / up weight row) exact dot product with row c's activations (the fix-up's). A listed value's two dot products take the whole block (a k-block a thread, float atomics into shared
-// memory: the sums are exact, so their order does not matter), so one entry costs ~2 k-blocks of latency a thread
-// rather than one warp's 2 x KB / 32. A block requantized again stores its final values after a barrier; blocks
-// listed twice are written twice with equal bytes. An aflag set by the first pass stays: a row flagged without need
-// takes the down's exact fix-up, exact either way.
+// swiglu_requant listing the items with candidate values, their full test (mxfp4_near::flip_step, must_be_exact),
+// then the listed values' g and u recomputed exactly and their blocks requantized again. rows(c, r): the ExactRow of
+// tile row r's (gate / up weight row) dot product with row c's activations (the fix-up's). The listed values' dot
+// products are spread over the whole block as (dot product, k-block) items (float atomics into shared memory: the sums
+// are exact, so their order does not matter). A block requantized again stores its final values after a barrier;
+// blocks listed twice are written twice with equal bytes. An aflag set by the first pass stays: a row flagged without
+// need takes the down's exact fix-up, exact either way.
 template <class C, int FORCE, class RowsF>
 __device__ __forceinline__ void swiglu_requant_near(float* tile_f, const int* tok, int row0, int n0, int I, int KB,
                                                     const Ws& ws, const float* row_weight, RowsF rows) {
-  constexpr int kHalf = C::BM / 2, kStride = C::BM + 4, kQuarters = kHalf / 8, kItems = C::BN * kQuarters;
+  constexpr int kHalf = C::BM / 2, kStride = C::BM + 4;
   constexpr int kWarps = C::kThreads / kLanes;
   static_assert(kHalf <= 256 && C::BN <= 65536, "NearList packs (c << 16) | (nq << 8) | mask and (c << 16) | column");
   __shared__ NearList near;
@@ -837,15 +831,7 @@ __device__ __forceinline__ void swiglu_requant_near(float* tile_f, const int* to
 #if MOE_NEAR_STATS
   const long long t0 = clock64();
 #endif
-#pragma unroll 2
-  for (int it = threadIdx.x; it < kItems; it += C::kThreads)
-    requant_item<C, FORCE>(tile_f, tok, row0, n0, I, ws, it / kQuarters, (it % kQuarters) * 8, &near);
-#if MOE_NEAR_STATS
-  if (threadIdx.x == 0) {
-    atomicAdd(&near_stats[56], (unsigned long long)(clock64() - t0));
-    atomicAdd(&near_stats[57], 1ull);
-  }
-#endif
+  swiglu_requant<C, FORCE>(tile_f, tok, row0, n0, I, ws, &near);
   __syncthreads();
   // The candidates' full test (requant_item's values again from the tile: the same operations, the same bits).
   const int nc = near.ncand;
@@ -890,7 +876,7 @@ __device__ __forceinline__ void swiglu_requant_near(float* tile_f, const int* to
       const int c = idx / C::BM, r = idx % C::BM;
       if (tok[c] < 0) continue;
       const ExactRow er = rows(c, r);
-      const float v = exact_dot(er.w, er.s, er.x, er.xs, er.flag, er.ref, KB);
+      const float v = exact_dot(er, KB);
       if (lane == 0) tile_f[c * kStride + r] = v;
     }
 #if MOE_NEAR_STATS
@@ -930,9 +916,8 @@ __device__ __forceinline__ void swiglu_requant_near(float* tile_f, const int* to
       for (int u = 0; u < kU; ++u) {
 #pragma unroll
         for (int t = 0; t < 8; ++t) {
-          const float wv = mxfp4::e2m1_value(w[u][0] >> (4 * t)) * 0x1p120f;
-          const uint32_t xb = (t < 4 ? x[u][0] : x[u][4]) >> (8 * (t & 3));
-          part[u][t & 3] = fmaf(wv, numerics::bits_f32(((xb & 0x7Fu) << 20) | ((xb & 0x80u) << 24)), part[u][t & 3]);
+          part[u][t & 3] = fmaf(mxfp4::e2m1_value_x2p120(w[u][0] >> (4 * t)),
+                                mxfp4::e4m3_value_x2m120((t < 4 ? x[u][0] : x[u][4]) >> (8 * (t & 3))), part[u][t & 3]);
         }
         w[u][0] = w[u][1], w[u][1] = w[u][2], w[u][2] = w[u][3];
         x[u][0] = x[u][1], x[u][1] = x[u][2], x[u][2] = x[u][3], x[u][4] = x[u][5], x[u][5] = x[u][6], x[u][6] = x[u][7];
@@ -1060,7 +1045,7 @@ __device__ __forceinline__ void gate_up_tile(const MoeArgs& a, const Ws& ws, con
       const int c = idx / C::BM, r = idx % C::BM;
       if (tok[c] < 0 || !(wflag[r] || xflag[c])) continue;
       const ExactRow er = rows(c, r);
-      const float v = exact_dot(er.w, er.s, er.x, er.xs, er.flag, er.ref, KB);
+      const float v = exact_dot(er, KB);
       if (threadIdx.x % kLanes == 0) tile_f[c * kStride + r] = v;
     }
     __syncthreads();

@@ -329,7 +329,7 @@ __device__ inline bool gate_up_block(const MoeArgs& a, const Ws& ws, const Split
       const int c = idx / C::BM, r = idx % C::BM;
       if (tok[c] < 0 || !(wflag[r] || xflag[c])) continue;
       const moe_fp8r::ExactRow er = rows(c, r);
-      const float v = moe_fp8r::exact_dot(er.w, er.s, er.x, er.xs, er.flag, er.ref, KB);
+      const float v = moe_fp8r::exact_dot(er, KB);
       if (threadIdx.x % kLanes == 0) tile_f[c * kStride + r] = v;
     }
     __syncthreads();

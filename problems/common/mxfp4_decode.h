@@ -54,6 +54,13 @@ HD inline void e2m1x8_to_e4m3x8(uint32_t w, uint32_t& lo, uint32_t& hi) {
 // fp8 e4m3 byte of an e2m1 value (as written by the activation quantizers below) -> float.
 HD inline float e4m3_small_value(uint32_t b) { return numerics::fp8_e4m3fn_to_f32(static_cast<uint8_t>(b)); }
 
+// The two factors of an exact e2m1 x e4m3 product without a decode branch (moe's exact dot products): the e4m3 byte's
+// bits shifted into an fp32 pattern are its value x 2^-120 (exponent field 0: an fp32 subnormal, exactly e4m3's
+// subnormal x 2^-120; 0x7F, e4m3's NaN, excluded), and the e2m1 value x 2^120, so their product is the exact product
+// (normal range). Needs fp32 subnormals kept (no flush to zero).
+HD inline float e4m3_value_x2m120(uint32_t b) { return numerics::bits_f32(((b & 0x7Fu) << 20) | ((b & 0x80u) << 24)); }
+HD inline float e2m1_value_x2p120(uint32_t code) { return e2m1_value(code) * 0x1p120f; }
+
 // Dynamic rule, per value: with the block's scale exponent s (numerics::mxfp4_dynamic_scale_exp of
 // the block amax), the e2m1 code of x * 2^-s, ties away from zero.
 HD inline uint32_t quantize_dynamic_code(float x, int scale_exp) {
