@@ -97,6 +97,17 @@ __device__ inline uint32_t hmul2_bits(uint32_t a, uint32_t b) {
   __builtin_memcpy(&out, &r, 4);
   return out;
 }
+// Two fp8 e4m3fn bytes (the low 16 bits; the lower byte first) -> their f16 pair, exactly (every e4m3 value is an f16).
+__device__ inline uint32_t e4m3x2_to_f16x2(uint32_t w) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  uint32_t r;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(r) : "h"(uint16_t(w & 0xffffu)));
+  return r;
+#else
+  constexpr uint32_t kTwoTo8 = 0x5c005c00u;  // f16 2^8 in both halves
+  return hmul2_bits(fp8x4_to_f16x4_scaled(w & 0xffffu).x, kTwoTo8);
+#endif
+}
 // Same result as fp8x4_to_f16x4_scaled, through the hardware conversion where there is one
 // (NVIDIA sm_89+): cvt to f16 (exact), then times 2^-8 (exact).
 __device__ inline uint2 fp8x4_to_f16x4_scaled_hw(uint32_t w) {

@@ -39,6 +39,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "problems/common/lowp_pack.h"
+#include "problems/common/moe_mma.h"
 #include "problems/common/moe_wide16.h"
 #include "problems/common/mxfp4_near_midpoint.h"
 
@@ -50,6 +52,9 @@
 #endif
 #ifndef MOE_NEAR_STATS  // diagnostics (v42s): near_stats
 #define MOE_NEAR_STATS 0
+#endif
+#ifndef MOE_NEAR_MMA  // moe v43: the listed values' exact dot products on f16 mma.sync (near_dots_mma), k-blocks a step
+#define MOE_NEAR_MMA 0
 #endif
 
 namespace moe_fp8r {
@@ -811,6 +816,55 @@ __device__ __forceinline__ void requant_item(const float* tile_f, const int* tok
   }
 }
 
+#if MOE_NEAR_BAND && MOE_NEAR_MMA
+// The listed values' exact dot products on the tensor unit (moe v43): dot product p (entry p / 2's gate or up row,
+// rows(c, r) as for exact_dot) is row p % 8 of A and column p % 8 of B of an m16n8k16 f16 mma.sync with fp32
+// accumulation, so D's diagonal holds 8 dot products (D's other 56 entries, and A's rows 8-15, are unused: the tensor
+// unit has the time, the decode is what costs). Lane (g, t) feeds its row g / column g with k 8t .. 8t + 7 of a
+// 32-value block: the weight word t (e2m1 x 2^-14 as f16: lowp_pack's e2m1x4_to_f16x4_scaled) and the activation
+// words t and 4 + t (moe_fp8r::position's order; e4m3 -> f16 by cvt), two mmas a k-block. Every f16 product is exact
+// and a block's sum (~13 bits wide) is exact in the fp32 accumulation; each block's sum is then scaled by
+// ExactRow::scale x 2^14 into a per-lane fp32 sum, as exact_block does. A warp takes U k-blocks of one group of 8 dot
+// products a step, their loads first; the diagonal lanes (t = g / 2) add their sums into dot[] (shared float atomics:
+// the order varies; see swiglu_requant_near).
+template <int kWarps, int U, class RowsF>
+__device__ __forceinline__ void near_dots_mma(const uint32_t* at, float* dot, int n, int KB, int half, RowsF rows) {
+  static_assert(kLanes == 32, "NVIDIA m16n8k16 lane geometry");
+  const int warp = threadIdx.x / kLanes, lane = threadIdx.x % kLanes, g = lane / 4, t = lane % 4;
+  const int P = 2 * n, KBp = (KB + U - 1) / U * U;  // dot products; k-blocks padded to whole steps
+  for (int j = warp * U; j < (P + 7) / 8 * KBp; j += kWarps * U) {
+    const int p = j / KBp * 8 + g, kb0 = j % KBp;
+    const bool real = p < P;
+    const uint32_t e = at[min(p, P - 1) >> 1];
+    const ExactRow er = rows(int(e >> 16), (min(p, P - 1) & 1) * half + int(e & 0xFFFFu));
+    uint32_t xw[U][2], ww[U];
+    float sc[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int kb = min(kb0 + u, KB - 1);
+      xw[u][0] = *reinterpret_cast<const uint32_t*>(er.x + kb * 32 + 4 * t);
+      xw[u][1] = *reinterpret_cast<const uint32_t*>(er.x + kb * 32 + 16 + 4 * t);
+      ww[u] = *reinterpret_cast<const uint32_t*>(er.w + kb * 16 + 4 * t);
+      sc[u] = real && kb0 + u < KB ? er.scale(kb) : 0.0f;
+    }
+    float sum = 0.0f;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const uint2 w03 = e2m1x4_to_f16x4_scaled(ww[u]), w47 = e2m1x4_to_f16x4_scaled(ww[u] >> 16);
+      const uint32_t a0[4] = {e4m3x2_to_f16x2(xw[u][0]), 0u, e4m3x2_to_f16x2(xw[u][0] >> 16), 0u};
+      const uint32_t a1[4] = {e4m3x2_to_f16x2(xw[u][1]), 0u, e4m3x2_to_f16x2(xw[u][1] >> 16), 0u};
+      const uint32_t b0[2] = {w03.x, w03.y}, b1[2] = {w47.x, w47.y};
+      const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      float d[4];
+      moe_mma::mma_f16_16x8x16(d, a0, b0, zero);
+      moe_mma::mma_f16_16x8x16(d, a1, b1, d);
+      sum = fmaf((g & 1 ? d[1] : d[0]) * 0x1p14f, sc[u], sum);
+    }
+    if (real && t == g / 2) atomicAdd(&dot[p], sum);
+  }
+}
+#endif
+
 #if MOE_NEAR_BAND
 // swiglu_requant listing the items with candidate values, their full test (mxfp4_near::flip_step, must_be_exact),
 // then the listed values' g and u recomputed exactly and their blocks requantized again. rows(c, r): the ExactRow of
@@ -888,6 +942,9 @@ __device__ __forceinline__ void swiglu_requant_near(float* tile_f, const int* to
   }
   for (int d = threadIdx.x; d < 2 * n; d += C::kThreads) near.dot[d] = 0.0f;
   __syncthreads();
+#if MOE_NEAR_MMA
+  near_dots_mma<C::kThreads / kLanes, MOE_NEAR_MMA>(near.at, near.dot, n, KB, kHalf, rows);
+#else
   // Items i = d KB + kb (dot product d: entry d / 2, gate or up; k-block kb), a thread kU of them a step: their 48
   // bytes each loaded first, then exact_block's products over four words at a time, rotating the registers so that the
   // loop stays rolled (code run once a tile is fetched cold: fully unrolled, 4 items were ~30 KB of instructions and
@@ -940,6 +997,7 @@ __device__ __forceinline__ void swiglu_requant_near(float* tile_f, const int* to
       }
     }
   }
+#endif
   __syncthreads();
 #if MOE_NEAR_STATS
   if (threadIdx.x == 0) atomicAdd(&near_stats[58], (unsigned long long)(clock64() - t1));
