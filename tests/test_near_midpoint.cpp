@@ -98,3 +98,22 @@ TEST_CASE("exact dot products: shifted e4m3 bits times the scaled e2m1 value are
   }
   CHECK(checked == 254 * 16);
 }
+
+TEST_CASE("near_candidate_finite equals near_candidate on finite values", "[near_midpoint]") {
+  std::mt19937 rng(12);
+  int hits = 0;
+  for (uint32_t band : {1u, 1u << 10, kBand, 1u << 14, 0x8000u}) {
+    // Random patterns, and patterns at the band's edges (low 21 bits around 0x1F8000 +- band).
+    for (int i = 0; i < 400000; ++i) {
+      uint32_t bits = rng();
+      if (i % 4 == 0) bits = (bits & ~0x1FFFFFu) | ((0x1F8000u + band - 2u + (bits & 3u)) & 0x1FFFFFu);
+      if (i % 4 == 1) bits = (bits & ~0x1FFFFFu) | ((0x1F8000u - band - 1u + (bits & 3u)) & 0x1FFFFFu);
+      const float x = bits_f32(bits);
+      if (!std::isfinite(x)) continue;
+      const bool want = mxfp4_near::near_candidate(x, band);
+      CHECK(mxfp4_near::near_candidate_finite(x, band) == want);
+      hits += want;
+    }
+  }
+  CHECK(hits > 1000);  // the edge patterns hit the band
+}

@@ -792,7 +792,13 @@ __device__ __forceinline__ void requant_item(const float* tile_f, const int* tok
     // loop's time.
     uint32_t mask = 0;
 #pragma unroll
-    for (int k = 0; k < 8; ++k) mask |= uint32_t(mxfp4_near::near_candidate(raw[k], MOE_NEAR_BAND)) << k;
+    for (int k = 0; k < 8; ++k) {
+#if MOE_NEAR_MMA  // v43: the three-operation filter (the full test after the loop repeats near_candidate)
+      mask |= uint32_t(mxfp4_near::near_candidate_finite(raw[k], MOE_NEAR_BAND)) << k;
+#else
+      mask |= uint32_t(mxfp4_near::near_candidate(raw[k], MOE_NEAR_BAND)) << k;
+#endif
+    }
     if (mask != 0u) {
       const int i = atomicAdd(&near->ncand, 1);
       if (i < NearList::kCandMax) {
@@ -817,50 +823,64 @@ __device__ __forceinline__ void requant_item(const float* tile_f, const int* tok
 }
 
 #if MOE_NEAR_BAND && MOE_NEAR_MMA
-// The listed values' exact dot products on the tensor unit (moe v43): dot product p (entry p / 2's gate or up row,
-// rows(c, r) as for exact_dot) is row p % 8 of A and column p % 8 of B of an m16n8k16 f16 mma.sync with fp32
-// accumulation, so D's diagonal holds 8 dot products (D's other 56 entries, and A's rows 8-15, are unused: the tensor
-// unit has the time, the decode is what costs). Lane (g, t) feeds its row g / column g with k 8t .. 8t + 7 of a
-// 32-value block: the weight word t (e2m1 x 2^-14 as f16: lowp_pack's e2m1x4_to_f16x4_scaled) and the activation
-// words t and 4 + t (moe_fp8r::position's order; e4m3 -> f16 by cvt), two mmas a k-block. Every f16 product is exact
-// and a block's sum (~13 bits wide) is exact in the fp32 accumulation; each block's sum is then scaled by
-// ExactRow::scale x 2^14 into a per-lane fp32 sum, as exact_block does. A warp takes U k-blocks of one group of 8 dot
-// products a step, their loads first; the diagonal lanes (t = g / 2) add their sums into dot[] (shared float atomics:
-// the order varies; see swiglu_requant_near).
+// The listed values' exact dot products on the tensor unit (moe v43). A warp step takes one listed value (entry e: its
+// gate and up rows, rows(c, r) as for exact_dot) and 8 U k-blocks: lane (g, t) holds k-block kb0 + 8 u + g's values
+// k = 8t .. 8t + 7 (gate and up weight words t; activation words t and 4 + t in moe_fp8r::position's order: 16-byte
+// runs across the 4 lanes of a block, so a load touches 2 lines) as A's rows g (gate) and g + 8 (up) and B's column g
+// of two f16 m16n8k16 mma.sync with fp32 accumulation (e2m1 x 2^-14 by lowp_pack's e2m1x4_to_f16x4_scaled, e4m3 by
+// cvt). D[g][g] and D[g + 8][g] are k-block g's gate and up sums: every f16 product is exact and a block's sum (~13
+// bits wide) is exact in the fp32 accumulation; D's other entries are unused (the tensor unit has the time; the loads
+// and the decode are what cost). The diagonal lanes (t = g / 2) scale their blocks by ExactRow::scale's value x 2^14
+// into fp32 sums, as exact_block does; two shared float atomics a step (the order varies; see swiglu_requant_near).
 template <int kWarps, int U, class RowsF>
 __device__ __forceinline__ void near_dots_mma(const uint32_t* at, float* dot, int n, int KB, int half, RowsF rows) {
   static_assert(kLanes == 32, "NVIDIA m16n8k16 lane geometry");
+  constexpr int kChunk = 8 * U;  // k-blocks a warp step
   const int warp = threadIdx.x / kLanes, lane = threadIdx.x % kLanes, g = lane / 4, t = lane % 4;
-  const int P = 2 * n, KBp = (KB + U - 1) / U * U;  // dot products; k-blocks padded to whole steps
-  for (int j = warp * U; j < (P + 7) / 8 * KBp; j += kWarps * U) {
-    const int p = j / KBp * 8 + g, kb0 = j % KBp;
-    const bool real = p < P;
-    const uint32_t e = at[min(p, P - 1) >> 1];
-    const ExactRow er = rows(int(e >> 16), (min(p, P - 1) & 1) * half + int(e & 0xFFFFu));
-    uint32_t xw[U][2], ww[U];
-    float sc[U];
+  const int chunks = (KB + kChunk - 1) / kChunk;
+  for (int j = warp; j < n * chunks; j += kWarps) {
+    const int e = j / chunks, kb0 = j % chunks * kChunk;
+    const int c = int(at[e] >> 16), col = int(at[e] & 0xFFFFu);
+    const ExactRow gr = rows(c, col), ur = rows(c, half + col);  // the same activations (x, xs, flag, ref)
+    uint32_t xw[U][2], gw[U], uw[U];
+    float gs[U], us[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const int kb = min(kb0 + u, KB - 1);
-      xw[u][0] = *reinterpret_cast<const uint32_t*>(er.x + kb * 32 + 4 * t);
-      xw[u][1] = *reinterpret_cast<const uint32_t*>(er.x + kb * 32 + 16 + 4 * t);
-      ww[u] = *reinterpret_cast<const uint32_t*>(er.w + kb * 16 + 4 * t);
-      sc[u] = real && kb0 + u < KB ? er.scale(kb) : 0.0f;
+      const int kb = kb0 + 8 * u + g, kbc = min(kb, KB - 1);
+      xw[u][0] = *reinterpret_cast<const uint32_t*>(gr.x + kbc * 32 + 4 * t);
+      xw[u][1] = *reinterpret_cast<const uint32_t*>(gr.x + kbc * 32 + 16 + 4 * t);
+      gw[u] = *reinterpret_cast<const uint32_t*>(gr.w + kbc * 16 + 4 * t);
+      uw[u] = *reinterpret_cast<const uint32_t*>(ur.w + kbc * 16 + 4 * t);
+      const uint32_t gsb = gr.s[kbc], usb = ur.s[kbc], xsb = gr.xs[kbc];  // all loaded: none waits on gr.flag
+      const float xscale = kb < KB ? numerics::exp2_f32(gr.flag ? int(xsb) - 127 : gr.ref) : 0.0f;
+      gs[u] = mxfp4::e8m0_value(gsb) * xscale;  // = ExactRow::scale(kb), a power of two
+      us[u] = mxfp4::e8m0_value(usb) * xscale;
     }
-    float sum = 0.0f;
+    float gsum = 0.0f, usum = 0.0f;
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const uint2 w03 = e2m1x4_to_f16x4_scaled(ww[u]), w47 = e2m1x4_to_f16x4_scaled(ww[u] >> 16);
-      const uint32_t a0[4] = {e4m3x2_to_f16x2(xw[u][0]), 0u, e4m3x2_to_f16x2(xw[u][0] >> 16), 0u};
-      const uint32_t a1[4] = {e4m3x2_to_f16x2(xw[u][1]), 0u, e4m3x2_to_f16x2(xw[u][1] >> 16), 0u};
-      const uint32_t b0[2] = {w03.x, w03.y}, b1[2] = {w47.x, w47.y};
+      const uint2 g03 = e2m1x4_to_f16x4_scaled(gw[u]), g47 = e2m1x4_to_f16x4_scaled(gw[u] >> 16);
+      const uint2 u03 = e2m1x4_to_f16x4_scaled(uw[u]), u47 = e2m1x4_to_f16x4_scaled(uw[u] >> 16);
+      const uint32_t a0[4] = {g03.x, u03.x, g03.y, u03.y}, a1[4] = {g47.x, u47.x, g47.y, u47.y};
+      const uint32_t b0[2] = {e4m3x2_to_f16x2(xw[u][0]), e4m3x2_to_f16x2(xw[u][0] >> 16)};
+      const uint32_t b1[2] = {e4m3x2_to_f16x2(xw[u][1]), e4m3x2_to_f16x2(xw[u][1] >> 16)};
       const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
       float d[4];
       moe_mma::mma_f16_16x8x16(d, a0, b0, zero);
       moe_mma::mma_f16_16x8x16(d, a1, b1, d);
-      sum = fmaf((g & 1 ? d[1] : d[0]) * 0x1p14f, sc[u], sum);
+      gsum = fmaf((g & 1 ? d[1] : d[0]) * 0x1p14f, gs[u], gsum);
+      usum = fmaf((g & 1 ? d[3] : d[2]) * 0x1p14f, us[u], usum);
     }
-    if (real && t == g / 2) atomicAdd(&dot[p], sum);
+    if (t != g / 2) gsum = usum = 0.0f;
+#pragma unroll
+    for (int o = kLanes / 2; o > 0; o >>= 1) {
+      gsum += __shfl_xor(gsum, o);
+      usum += __shfl_xor(usum, o);
+    }
+    if (lane == 0) {
+      atomicAdd(&dot[2 * e], gsum);
+      atomicAdd(&dot[2 * e + 1], usum);
+    }
   }
 }
 #endif
@@ -1001,6 +1021,17 @@ __device__ __forceinline__ void swiglu_requant_near(float* tile_f, const int* to
   __syncthreads();
 #if MOE_NEAR_STATS
   if (threadIdx.x == 0) atomicAdd(&near_stats[58], (unsigned long long)(clock64() - t1));
+#endif
+#if MOE_NEAR_STATS && MOE_NEAR_MMA && defined(MOE_NEAR_TWICE)  // diagnostic: the same dot products again, warm
+  {
+    __shared__ float again[2 * NearList::kMax];
+    for (int d = threadIdx.x; d < 2 * n; d += C::kThreads) again[d] = 0.0f;
+    __syncthreads();
+    const long long t2 = clock64();
+    near_dots_mma<C::kThreads / kLanes, MOE_NEAR_MMA>(near.at, again, n, KB, kHalf, rows);
+    __syncthreads();
+    if (threadIdx.x == 0) atomicAdd(&near_stats[59], (unsigned long long)(clock64() - t2));
+  }
 #endif
   for (int e = threadIdx.x; e < n; e += C::kThreads) {
     const int c = int(near.at[e] >> 16), col = int(near.at[e] & 0xFFFFu);

@@ -29,6 +29,13 @@ HD inline bool near_candidate(float x, uint32_t band) {
   return ab < 0x7F800000u && midpoint_distance(x) < band && (((ab >> 16) + 1u) & 0x1Fu) == 0u;
 }
 
+// near_candidate for a finite x in three integer operations: |x|'s low 21 bits lie within `band` (<= 0x8000) of
+// 0x1F8000 (bits 16-20 all ones: the bf16 above has its low 5 mantissa bits zero; the low 16 bits near 0x8000). Not
+// NaN-safe (a NaN may pass): for a first filter whose hits are tested again with near_candidate.
+HD inline bool near_candidate_finite(float x, uint32_t band) {
+  return (numerics::f32_bits(x) & 0x1FFFFFu) - (0x1F8001u - band) < 2u * band - 1u;
+}
+
 // How far the stored block can move if x's bf16 rounding went the other way: 0 when x is not within `band` units
 // (midpoint_distance) of a bf16 midpoint whose two neighbours decide differently; the difference of their e2m1 values
 // times 2^s for a code decision (s: the block's scale exponent, amax: its largest bf16 |value|); infinity when the

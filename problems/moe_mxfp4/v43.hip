@@ -1,10 +1,11 @@
 // v43 (session 12): v42 with the listed values' exact dot products on the tensor unit (MOE_NEAR_MMA:
-// moe_fp8r::near_dots_mma, 8 dot products on the diagonal of an f16 m16n8k16 mma.sync with fp32 accumulation, 16
-// k-blocks a warp step) instead of fp32 fma chains with a decode per product. The same exact block sums
-// (docs/perf.md, section "moe_mxfp4 v43"). Builds without mma.sync (AMD) run v11's dispatch.
+// moe_fp8r::near_dots_mma; a warp step takes one value's gate and up rows over 8 x 4 k-blocks, a k-block's two sums on
+// the diagonals of an f16 m16n8k16 mma.sync with fp32 accumulation) instead of fp32 fma chains with a decode a
+// product. The same exact block sums (docs/perf.md, section "moe_mxfp4 v43"). Builds without mma.sync (AMD) run v11's
+// dispatch.
 #define MOE_NEAR_BAND (1u << 12)
 #define MOE_NEAR_MIN_STEP 0.02f
-#define MOE_NEAR_MMA 16
+#define MOE_NEAR_MMA 4
 #define MOE_Y_BF16X2 1
 #define V37_FORCE 0  // v37.hip without its own registration
 #include "problems/moe_mxfp4/v37.hip"
