@@ -97,8 +97,9 @@ __device__ inline uint32_t hmul2_bits(uint32_t a, uint32_t b) {
   __builtin_memcpy(&out, &r, 4);
   return out;
 }
-// Two fp8 e4m3fn bytes (the low 16 bits; the lower byte first) -> their f16 pair, exactly (every e4m3 value is an f16).
-__device__ inline uint32_t e4m3x2_to_f16x2(uint32_t w) {
+// Two fp8 e4m3fn bytes (the low 16 bits; the lower byte first) -> their f16 pair, exactly (every e4m3 value is an f16),
+// through the hardware conversion where there is one (NVIDIA sm_89+).
+__device__ inline uint32_t fp8x2_to_f16x2_hw(uint32_t w) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
   uint32_t r;
   asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(r) : "h"(uint16_t(w & 0xffffu)));

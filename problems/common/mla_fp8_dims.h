@@ -168,10 +168,10 @@ __device__ __forceinline__ void dims_tile(unsigned char* smem, const TileLane& l
       const uint32_t wg[2] = {rg.x, rg.y}, wh[2] = {rh.x, rh.y};
 #pragma unroll
       for (int q = 0; q < 2; ++q) {
-        ropeA[q].row[0].x = mla_wide::fp8x2_to_f16x2_hw(wg[q]);
-        ropeA[q].row[1].x = mla_wide::fp8x2_to_f16x2_hw(wh[q]);
-        ropeA[q].row[0].y = mla_wide::fp8x2_to_f16x2_hw(wg[q] >> 16);
-        ropeA[q].row[1].y = mla_wide::fp8x2_to_f16x2_hw(wh[q] >> 16);
+        ropeA[q].row[0].x = fp8x2_to_f16x2_hw(wg[q]);
+        ropeA[q].row[1].x = fp8x2_to_f16x2_hw(wh[q]);
+        ropeA[q].row[0].y = fp8x2_to_f16x2_hw(wg[q] >> 16);
+        ropeA[q].row[1].y = fp8x2_to_f16x2_hw(wh[q] >> 16);
       }
     }
 #pragma unroll
@@ -192,10 +192,10 @@ __device__ __forceinline__ void dims_tile(unsigned char* smem, const TileLane& l
 #pragma unroll
       for (int p = 0; p < 4; ++p) {
         mma::FragA k;
-        k.row[0].x = mla_wide::fp8x2_to_f16x2_hw(wg[p]);        // token g, k 2t..
-        k.row[1].x = mla_wide::fp8x2_to_f16x2_hw(wh[p]);        // token g + 8
-        k.row[0].y = mla_wide::fp8x2_to_f16x2_hw(wg[p] >> 16);  // token g, k 2t + 8..
-        k.row[1].y = mla_wide::fp8x2_to_f16x2_hw(wh[p] >> 16);
+        k.row[0].x = fp8x2_to_f16x2_hw(wg[p]);        // token g, k 2t..
+        k.row[1].x = fp8x2_to_f16x2_hw(wh[p]);        // token g + 8
+        k.row[0].y = fp8x2_to_f16x2_hw(wg[p] >> 16);  // token g, k 2t + 8..
+        k.row[1].y = fp8x2_to_f16x2_hw(wh[p] >> 16);
         mma::mma<mma::Elem::f16>(c[mt][0], k, make_uint2(qb[0][p][0], qb[0][p][1]));
         mma::mma<mma::Elem::f16>(c[mt][1], k, make_uint2(qb[1][p][0], qb[1][p][1]));
         // V^T (rows = dims, k = tokens): 8x8 blocks transposed and re-placed.
@@ -213,7 +213,7 @@ __device__ __forceinline__ void dims_tile(unsigned char* smem, const TileLane& l
           }
         }
       } else {
-        const uint32_t ra0 = mla_wide::fp8x2_to_f16x2_hw(rg), ra1 = mla_wide::fp8x2_to_f16x2_hw(rh);
+        const uint32_t ra0 = fp8x2_to_f16x2_hw(rg), ra1 = fp8x2_to_f16x2_hw(rh);
         mma_k8(c[mt][0], ra0, ra1, qr[0]);
         mma_k8(c[mt][1], ra0, ra1, qr[1]);
       }

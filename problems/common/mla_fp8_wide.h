@@ -54,16 +54,6 @@ __device__ inline uint32_t bf16x2_to_f16x2(uint32_t w) {
   return pack16(f32_to_f16_bits(__uint_as_float(w << 16)), f32_to_f16_bits(__uint_as_float(w & 0xffff0000u)));
 }
 
-__device__ inline uint32_t fp8x2_to_f16x2_hw(uint32_t h) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-  uint32_t r;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(r) : "h"(uint16_t(h & 0xffffu)));
-  return r;
-#else
-  return hmul2_bits(fp8x4_to_f16x4_scaled(h & 0xffffu).x, 0x5c005c00u);  // * 2^8, exact
-#endif
-}
-
 __device__ inline uint32_t fp8_pair(uint32_t a, uint32_t b, int j) {
   return fp8x2_to_f16x2_hw(byte_perm(a, b, uint32_t(j) | (uint32_t(4 + j) << 4)));
 }

@@ -862,8 +862,8 @@ __device__ __forceinline__ void near_dots_mma(const uint32_t* at, float* dot, in
       const uint2 g03 = e2m1x4_to_f16x4_scaled(gw[u]), g47 = e2m1x4_to_f16x4_scaled(gw[u] >> 16);
       const uint2 u03 = e2m1x4_to_f16x4_scaled(uw[u]), u47 = e2m1x4_to_f16x4_scaled(uw[u] >> 16);
       const uint32_t a0[4] = {g03.x, u03.x, g03.y, u03.y}, a1[4] = {g47.x, u47.x, g47.y, u47.y};
-      const uint32_t b0[2] = {e4m3x2_to_f16x2(xw[u][0]), e4m3x2_to_f16x2(xw[u][0] >> 16)};
-      const uint32_t b1[2] = {e4m3x2_to_f16x2(xw[u][1]), e4m3x2_to_f16x2(xw[u][1] >> 16)};
+      const uint32_t b0[2] = {fp8x2_to_f16x2_hw(xw[u][0]), fp8x2_to_f16x2_hw(xw[u][0] >> 16)};
+      const uint32_t b1[2] = {fp8x2_to_f16x2_hw(xw[u][1]), fp8x2_to_f16x2_hw(xw[u][1] >> 16)};
       const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
       float d[4];
       moe_mma::mma_f16_16x8x16(d, a0, b0, zero);
