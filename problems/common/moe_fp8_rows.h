@@ -56,6 +56,9 @@
 #ifndef MOE_NEAR_MMA  // moe v43: the listed values' exact dot products on f16 mma.sync (near_dots_mma), k-blocks a step
 #define MOE_NEAR_MMA 0
 #endif
+#ifndef MOE_NEAR_VALUES  // moe v44: candidates listed a value each (not an item each), so the full test is one a thread
+#define MOE_NEAR_VALUES 0
+#endif
 
 namespace moe_fp8r {
 namespace {
@@ -747,6 +750,7 @@ struct NearList {
   uint32_t at[kMax];
   float dot[2 * kMax];          // the exact gate (2 i) and up (2 i + 1) values of entry i
   uint32_t cand[kCandMax];      // items with candidate values: (c << 16) | (nq << 8) | 8-bit mask of the values
+                                // (MOE_NEAR_VALUES: candidate values, (c << 16) | column)
   float cand_amax[kCandMax];    // their block's largest bf16 |value|
 };
 #endif
@@ -800,11 +804,24 @@ __device__ __forceinline__ void requant_item(const float* tile_f, const int* tok
 #endif
     }
     if (mask != 0u) {
+#if MOE_NEAR_VALUES
+      int i = atomicAdd(&near->ncand, __popc(mask));
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        if (!((mask >> k) & 1u)) continue;
+        if (i < NearList::kCandMax) {
+          near->cand[i] = (uint32_t(c) << 16) | uint32_t(nq + k);
+          near->cand_amax[i] = amax;
+        }
+        ++i;
+      }
+#else
       const int i = atomicAdd(&near->ncand, 1);
       if (i < NearList::kCandMax) {
         near->cand[i] = (uint32_t(c) << 16) | (uint32_t(nq) << 8) | mask;
         near->cand_amax[i] = amax;
       }
+#endif
     }
   }
 #endif
@@ -909,6 +926,20 @@ __device__ __forceinline__ void swiglu_requant_near(float* tile_f, const int* to
   __syncthreads();
   // The candidates' full test (requant_item's values again from the tile: the same operations, the same bits).
   const int nc = near.ncand;
+#if MOE_NEAR_VALUES
+  for (int i = threadIdx.x; i < min(nc, NearList::kCandMax); i += C::kThreads) {  // one value a thread
+    const uint32_t cd = near.cand[i];
+    const int c = int(cd >> 16), col = int(cd & 0xFFFFu);
+    const float amax = near.cand_amax[i];
+    const float g = tile_f[c * kStride + col], u = tile_f[c * kStride + kHalf + col];
+    const float silu = g / (1.0f + expf(-g));
+    const float step = mxfp4_near::flip_step(silu * u, amax, numerics::mxfp4_dynamic_scale_exp(amax), MOE_NEAR_BAND);
+    if (mxfp4_near::must_be_exact(step, row_weight[c], MOE_NEAR_MIN_STEP)) {
+      const int e = atomicAdd(&near.n, 1);
+      if (e < NearList::kMax) near.at[e] = (uint32_t(c) << 16) | uint32_t(col);
+    }
+  }
+#else
   for (int i = threadIdx.x; i < min(nc, NearList::kCandMax); i += C::kThreads) {
     const uint32_t cd = near.cand[i];
     const int c = int(cd >> 16), nq = int((cd >> 8) & 0xFFu);
@@ -924,6 +955,7 @@ __device__ __forceinline__ void swiglu_requant_near(float* tile_f, const int* to
       }
     }
   }
+#endif
   // Never seen: more candidates than the list holds, so the whole tile exact (atomicMax: other threads' atomicAdds on
   // near.n may still be in flight).
   if (nc > NearList::kCandMax && threadIdx.x == 0) atomicMax(&near.n, NearList::kMax + 1);
