@@ -2,7 +2,8 @@
 # moe_mxfp4 on fresh inputs, one device call: the inputs that failed the fp8 paths (docs/perf.md, section "Session 10,
 # fresh-seed failures": benchmark shape 5 with secret seeds 145 / 183, shape 6 with 2147483647 / 114 / 156), then a
 # seed sweep (scripts/seed_sweep.sh) on the fp8 wgmma shapes 2 / 4 / 5 / 6, then benchmark mode. Logs under $OUT;
-# a table of failures last; the sweep's per-seed files in $OUT/sweep.tgz.
+# a table of failures last; the sweep's per-seed files in $OUT/sweep.tgz. Exit 1 when a known input or a sweep seed
+# fails (or the benchmark does), 2 on bad arguments.
 #   scripts/device_moe_fresh.sh <harness> <known variants> <sweep variants> [first seed] [count] [sweep max s] [bench variants]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +22,9 @@ for seed in 145 183 2147483647 114 156; do
   shp=${shape_of[$seed]}
   "$h" run moe_mxfp4 --variant "$known" --mode test --shape-set benchmark --shapes "$shp" --secret-seed "$seed" \
     --json "$out/known/seed_$seed.json" > "$out/known/seed_$seed.log" 2>&1
-  known_rows+=("shape $shp secret $seed: exit $? ($(grep -c FAILED "$out/known/seed_$seed.log") FAIL lines)")
+  st=$?
+  (( st == 0 )) || rc=1
+  known_rows+=("shape $shp secret $seed: exit $st ($(grep -c FAILED "$out/known/seed_$seed.log") FAIL lines)")
 done
 OUT="$sweep_dir" scripts/seed_sweep.sh "$h" moe_mxfp4 "$sweep" "$first" "$count" "$max_s" --shapes 2,4,5,6 \
   > "$out/sweep.txt" 2>&1 || rc=1

@@ -519,7 +519,10 @@ struct ExactRow {
   bool flag;
   int ref;
   __device__ float scale(int kb) const {  // k-block kb's weight and activation scales
-    return mxfp4::e8m0_value(s[kb]) * numerics::exp2_f32(flag ? int(xs[kb]) - 127 : ref);
+    return mxfp4::e8m0_value(s[kb]) * act_scale(flag ? xs[kb] : 0u);
+  }
+  __device__ float act_scale(uint32_t xs_byte) const {  // the activation scale, given the k-block's xs byte (used if flag)
+    return numerics::exp2_f32(flag ? int(xs_byte) - 127 : ref);
   }
 };
 
@@ -550,6 +553,18 @@ __device__ inline float exact_dot(const ExactRow& er, int KB) {
 #pragma unroll
   for (int o = kLanes / 2; o > 0; o >>= 1) sum += __shfl_xor(sum, o);
   return sum;
+}
+
+// The ExactRow maker of a gate_up tile (its fix-up and swiglu_requant_near): the dot product of tile row r (a gate / up
+// weight row of `expert`, rg: the tile's 16-row groups) with sorted row c's activations (tok: its token).
+__device__ inline auto gate_up_exact_rows(const MoeArgs& a, const Ws& ws, int expert, const int* rg, const int* tok) {
+  const int H = a.cfg.d_hidden, I = a.cfg.d_expert, KB = H / 32;
+  return [&a, &ws, expert, rg, tok, H, I, KB](int c, int r) {
+    const int64_t n = int64_t(expert) * 2 * I + rg[r / 16] * 16 + r % 16;
+    const int t = tok[c];
+    return ExactRow{a.gate_up_weight + n * (H / 2), a.gate_up_weight_scale + n * KB, ws.p.x8 + int64_t(t) * H,
+                    ws.p.xs + int64_t(t) * KB, ws.xr[2 * t + 1] != 0, ws.xr[2 * t]};
+  };
 }
 
 // The stored form of a SwiGLU activation block (swiglu_requant): e2m1 x 2^s folded into e4m3 (d = s) when s is in
@@ -869,7 +884,7 @@ __device__ __forceinline__ void near_dots_mma(const uint32_t* at, float* dot, in
       gw[u] = *reinterpret_cast<const uint32_t*>(gr.w + kbc * 16 + 4 * t);
       uw[u] = *reinterpret_cast<const uint32_t*>(ur.w + kbc * 16 + 4 * t);
       const uint32_t gsb = gr.s[kbc], usb = ur.s[kbc], xsb = gr.xs[kbc];  // all loaded: none waits on gr.flag
-      const float xscale = kb < KB ? numerics::exp2_f32(gr.flag ? int(xsb) - 127 : gr.ref) : 0.0f;
+      const float xscale = kb < KB ? gr.act_scale(xsb) : 0.0f;
       gs[u] = mxfp4::e8m0_value(gsb) * xscale;  // = ExactRow::scale(kb), a power of two
       us[u] = mxfp4::e8m0_value(usb) * xscale;
     }
@@ -1054,17 +1069,6 @@ __device__ __forceinline__ void swiglu_requant_near(float* tile_f, const int* to
 #if MOE_NEAR_STATS
   if (threadIdx.x == 0) atomicAdd(&near_stats[58], (unsigned long long)(clock64() - t1));
 #endif
-#if MOE_NEAR_STATS && MOE_NEAR_MMA && defined(MOE_NEAR_TWICE)  // diagnostic: the same dot products again, warm
-  {
-    __shared__ float again[2 * NearList::kMax];
-    for (int d = threadIdx.x; d < 2 * n; d += C::kThreads) again[d] = 0.0f;
-    __syncthreads();
-    const long long t2 = clock64();
-    near_dots_mma<C::kThreads / kLanes, MOE_NEAR_MMA>(near.at, again, n, KB, kHalf, rows);
-    __syncthreads();
-    if (threadIdx.x == 0) atomicAdd(&near_stats[59], (unsigned long long)(clock64() - t2));
-  }
-#endif
   for (int e = threadIdx.x; e < n; e += C::kThreads) {
     const int c = int(near.at[e] >> 16), col = int(near.at[e] & 0xFFFFu);
     const float g = near.dot[2 * e], u = near.dot[2 * e + 1];
@@ -1154,12 +1158,7 @@ __device__ __forceinline__ void gate_up_tile(const MoeArgs& a, const Ws& ws, con
       }
   }
   if (threadIdx.x < C::BN) mine |= xflag[threadIdx.x] != 0;
-  const auto rows = [&](int c, int r) {  // the exact dot product of tile row r (gate / up weight row) with row c
-    const int64_t n = int64_t(tile.expert) * 2 * I + rg[r / 16] * 16 + r % 16;
-    const int t = tok[c];
-    return ExactRow{a.gate_up_weight + n * (H / 2), a.gate_up_weight_scale + n * KB, ws.p.x8 + int64_t(t) * H,
-                    ws.p.xs + int64_t(t) * KB, ws.xr[2 * t + 1] != 0, ws.xr[2 * t]};
-  };
+  const auto rows = gate_up_exact_rows(a, ws, tile.expert, rg, tok);
   if (__syncthreads_or(mine)) {
     const int warp = threadIdx.x / kLanes;
     for (int idx = warp; idx < C::BN * C::BM; idx += C::kThreads / kLanes) {

@@ -317,12 +317,7 @@ __device__ inline bool gate_up_block(const MoeArgs& a, const Ws& ws, const Split
       }
   }
   if (int(threadIdx.x) < C::BN) mine |= xflag[threadIdx.x] != 0;
-  const auto rows = [&](int c, int r) {  // the exact dot product of tile row r (gate / up weight row) with row c
-    const int64_t n = int64_t(tile.expert) * 2 * I + rg[r / 16] * 16 + r % 16;
-    const int t = tok[c];
-    return moe_fp8r::ExactRow{a.gate_up_weight + n * (H / 2), a.gate_up_weight_scale + n * KB,
-                              ws.p.x8 + int64_t(t) * H, ws.p.xs + int64_t(t) * KB, ws.xr[2 * t + 1] != 0, ws.xr[2 * t]};
-  };
+  const auto rows = moe_fp8r::gate_up_exact_rows(a, ws, tile.expert, rg, tok);
   if (__syncthreads_or(mine)) {
     const int warp = threadIdx.x / kLanes;
     for (int idx = warp; idx < C::BN * C::BM; idx += C::kThreads / kLanes) {
