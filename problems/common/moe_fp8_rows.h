@@ -56,6 +56,9 @@
 #ifndef MOE_NEAR_MMA  // moe v43: the listed values' exact dot products on f16 mma.sync (near_dots_mma), k-blocks a step
 #define MOE_NEAR_MMA 0
 #endif
+#ifndef MOE_REQ_GROUP  // moe v45: swiglu_requant computes this many items a thread before their stores (0: v44's loop)
+#define MOE_REQ_GROUP 0
+#endif
 #ifndef MOE_NEAR_VALUES  // moe v44: candidates listed a value each (not an item each), so the full test is one a thread
 #define MOE_NEAR_VALUES 0
 #endif
@@ -723,6 +726,18 @@ struct NearList;
 template <class C, int FORCE>
 __device__ __forceinline__ void requant_item(const float* tile_f, const int* tok, int row0, int n0, int I, const Ws& ws,
                                              int c, int nq, NearList* near);
+// requant_math's results: an item's e2m1 codes, block scale exponent and amax, whether the block has a nonzero
+// code, and which of its values are near-midpoint candidates (when asked).
+struct ReqVals {
+  uint32_t q, mask;
+  int s, nz;
+  float amax;
+};
+template <class C>
+__device__ __forceinline__ ReqVals requant_math(const float* tile_f, int c, int nq, bool want_mask);
+template <class C, int FORCE>
+__device__ __forceinline__ void requant_store(const ReqVals& v, const int* tok, int row0, int n0, int I, const Ws& ws,
+                                              int c, int nq, NearList* near);
 
 #if MOE_NEAR_STATS
 // Diagnostics (v42s): how far the fp8 values of the recomputed entries were from the exact ones, and what the pass
@@ -735,6 +750,13 @@ __device__ __forceinline__ void requant_item(const float* tile_f, const int* tok
 __device__ unsigned long long near_stats[64];
 #endif
 
+// The largest divisor of per (a thread's items) that is at most want.
+constexpr int req_group(int per, int want) {
+  int g = want < per ? want : per;
+  while (g > 1 && per % g != 0) --g;
+  return g < 1 ? 1 : g;
+}
+
 // SwiGLU, bf16 rounding and requantization of the fp32 tile [BN][BM + 4] (kHalf gate columns, then kHalf up) into
 // e4m3 a: 8 consecutive columns a thread (requant_item), two items a step; with a NearList, swiglu_requant_near's first
 // pass. ~25k cycles a 64-row tile on the H200 (docs/perf.md, section "moe_mxfp4 v42", calls 3 / 4).
@@ -745,9 +767,29 @@ __device__ __forceinline__ void swiglu_requant(const float* tile_f, const int* t
 #if MOE_NEAR_STATS
   const long long t0 = clock64();
 #endif
+#if MOE_REQ_GROUP
+  // G items a thread computed before any of their stores, so that their chains (loads, expf, division, shuffles)
+  // interleave: the stores' generic addresses would otherwise keep the next item's tile loads behind them.
+  constexpr int kPer = kItems / C::kThreads, G = req_group(kPer, MOE_REQ_GROUP);
+  static_assert(kItems % C::kThreads == 0, "whole steps: every lane of a group of 4 in every shuffle");
+  for (int it0 = threadIdx.x; it0 < kItems; it0 += G * C::kThreads) {
+    ReqVals v[G];
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      const int it = it0 + g * C::kThreads;
+      v[g] = requant_math<C>(tile_f, it / kQuarters, (it % kQuarters) * 8, near != nullptr);
+    }
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      const int it = it0 + g * C::kThreads;
+      requant_store<C, FORCE>(v[g], tok, row0, n0, I, ws, it / kQuarters, (it % kQuarters) * 8, near);
+    }
+  }
+#else
 #pragma unroll 2
   for (int it = threadIdx.x; it < kItems; it += C::kThreads)
     requant_item<C, FORCE>(tile_f, tok, row0, n0, I, ws, it / kQuarters, (it % kQuarters) * 8, near);
+#endif
 #if MOE_NEAR_STATS
   if (threadIdx.x == 0) {
     atomicAdd(&near_stats[56], (unsigned long long)(clock64() - t0));
@@ -770,9 +812,9 @@ struct NearList {
 };
 #endif
 
-template <class C, int FORCE>
-__device__ __forceinline__ void requant_item(const float* tile_f, const int* tok, int row0, int n0, int I, const Ws& ws,
-                                             int c, int nq, NearList* near) {
+// requant_item's arithmetic (loads from the tile and the shuffles of its group of 4 lanes, no stores); ReqVals above.
+template <class C>
+__device__ __forceinline__ ReqVals requant_math(const float* tile_f, int c, int nq, bool want_mask) {
   constexpr int kHalf = C::BM / 2, kStride = C::BM + 4;
   const float* gp = tile_f + c * kStride + nq;
   const float4 g0 = *reinterpret_cast<const float4*>(gp), g1 = *reinterpret_cast<const float4*>(gp + 4);
@@ -780,78 +822,88 @@ __device__ __forceinline__ void requant_item(const float* tile_f, const int* tok
   const float gv[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
   const float uv[8] = {u0.x, u0.y, u0.z, u0.w, u1.x, u1.y, u1.z, u1.w};
   float xv[8], amax = 0.0f;
-#if MOE_NEAR_BAND
-  float raw[8];
-#endif
+  ReqVals v;
+  v.mask = 0u;
 #pragma unroll
   for (int k = 0; k < 8; ++k) {
     const float silu = gv[k] / (1.0f + expf(-gv[k]));
 #if MOE_NEAR_BAND
-    raw[k] = silu * uv[k];
+    // Candidates only (integer operations): ~1 value in 256. The full test (flip_step, the row's weight) runs after
+    // the loop on the listed values: inline here, its code doubled the loop's time.
+    if (want_mask) {
+#if MOE_NEAR_MMA  // v43: the three-operation filter (the full test after the loop repeats near_candidate)
+      v.mask |= uint32_t(mxfp4_near::near_candidate_finite(silu * uv[k], MOE_NEAR_BAND)) << k;
+#else
+      v.mask |= uint32_t(mxfp4_near::near_candidate(silu * uv[k], MOE_NEAR_BAND)) << k;
+#endif
+    }
 #endif
     xv[k] = numerics::bf16_to_f32(numerics::f32_to_bf16(silu * uv[k]));
     amax = fmaxf(amax, mxfp4::abs_for_amax(xv[k]));
   }
+  (void)want_mask;
   amax = fmaxf(amax, __shfl_xor(amax, 1));
   amax = fmaxf(amax, __shfl_xor(amax, 2));
-  const int s = numerics::mxfp4_dynamic_scale_exp(amax);
-  const float inv = numerics::exp2_f32(-s);
-  uint32_t q = 0;
+  v.amax = amax;
+  v.s = numerics::mxfp4_dynamic_scale_exp(amax);
+  const float inv = numerics::exp2_f32(-v.s);
+  v.q = 0u;
 #pragma unroll
-  for (int k = 0; k < 8; ++k) q |= numerics::f32_to_e2m1_ties_away_branchless(xv[k] * inv) << (4 * k);
-  int nz = (q & 0x77777777u) != 0u;
-  nz |= __shfl_xor(nz, 1);
-  nz |= __shfl_xor(nz, 2);
+  for (int k = 0; k < 8; ++k) v.q |= numerics::f32_to_e2m1_ties_away_branchless(xv[k] * inv) << (4 * k);
+  v.nz = (v.q & 0x77777777u) != 0u;
+  v.nz |= __shfl_xor(v.nz, 1);
+  v.nz |= __shfl_xor(v.nz, 2);
+  return v;
+}
+
+// requant_item's stores: the candidates listed (near), the e4m3 values, the block's scale byte and the row's flag.
+template <class C, int FORCE>
+__device__ __forceinline__ void requant_store(const ReqVals& v, const int* tok, int row0, int n0, int I, const Ws& ws,
+                                              int c, int nq, NearList* near) {
   if (tok[c] < 0) return;  // padding rows: never read back
   const int64_t row = row0 + c;
 #if MOE_NEAR_BAND
-  if (near != nullptr) {
-    // Candidates only (integer operations): ~1 value in 256, so about half the warps' steps list an item. The full
-    // test (flip_step, the row's weight) runs after the loop on the listed items: inline here, its code doubled the
-    // loop's time.
-    uint32_t mask = 0;
+  if (near != nullptr && v.mask != 0u) {
+#if MOE_NEAR_VALUES
+    int i = atomicAdd(&near->ncand, __popc(v.mask));
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
-#if MOE_NEAR_MMA  // v43: the three-operation filter (the full test after the loop repeats near_candidate)
-      mask |= uint32_t(mxfp4_near::near_candidate_finite(raw[k], MOE_NEAR_BAND)) << k;
-#else
-      mask |= uint32_t(mxfp4_near::near_candidate(raw[k], MOE_NEAR_BAND)) << k;
-#endif
-    }
-    if (mask != 0u) {
-#if MOE_NEAR_VALUES
-      int i = atomicAdd(&near->ncand, __popc(mask));
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        if (!((mask >> k) & 1u)) continue;
-        if (i < NearList::kCandMax) {
-          near->cand[i] = (uint32_t(c) << 16) | uint32_t(nq + k);
-          near->cand_amax[i] = amax;
-        }
-        ++i;
-      }
-#else
-      const int i = atomicAdd(&near->ncand, 1);
+      if (!((v.mask >> k) & 1u)) continue;
       if (i < NearList::kCandMax) {
-        near->cand[i] = (uint32_t(c) << 16) | (uint32_t(nq) << 8) | mask;
-        near->cand_amax[i] = amax;
+        near->cand[i] = (uint32_t(c) << 16) | uint32_t(nq + k);
+        near->cand_amax[i] = v.amax;
       }
-#endif
+      ++i;
     }
+#else
+    const int i = atomicAdd(&near->ncand, 1);
+    if (i < NearList::kCandMax) {
+      near->cand[i] = (uint32_t(c) << 16) | (uint32_t(nq) << 8) | v.mask;
+      near->cand_amax[i] = v.amax;
+    }
+#endif
   }
+#else
+  (void)near;
 #endif
   const int64_t key = FORCE ? int64_t(ws.p.sorted_pair[row]) : row;  // the forced rows' choice (a_block_forced)
-  const bool unfolded = a_block_unfolded<FORCE>(s, key, (n0 + nq) / 32);
-  const bool flag = (nz && unfolded) || a_block_forced<FORCE>(key, (n0 + nq) / 32);
-  const int d = unfolded ? 0 : s;
+  const bool unfolded = a_block_unfolded<FORCE>(v.s, key, (n0 + nq) / 32);
+  const bool flag = (v.nz && unfolded) || a_block_forced<FORCE>(key, (n0 + nq) / 32);
+  const int d = unfolded ? 0 : v.s;
   uint8_t* dst = ws.p.a8 + row * I + n0 + (nq & ~31) + 4 * ((nq / 8) % 4);
-  const uint32_t elo = e4m3x4_of(q, d), ehi = e4m3x4_of(q >> 16, d);
+  const uint32_t elo = e4m3x4_of(v.q, d), ehi = e4m3x4_of(v.q >> 16, d);
   *reinterpret_cast<uint32_t*>(dst) = elo;
   *reinterpret_cast<uint32_t*>(dst + 16) = ehi;
   if (nq % 32 == 0) {
-    ws.p.as[row * (I / 32) + (n0 + nq) / 32] = uint8_t(s + 127);
+    ws.p.as[row * (I / 32) + (n0 + nq) / 32] = uint8_t(v.s + 127);
     if (flag) ws.aflag[row] = 1;
   }
+}
+
+template <class C, int FORCE>
+__device__ __forceinline__ void requant_item(const float* tile_f, const int* tok, int row0, int n0, int I, const Ws& ws,
+                                             int c, int nq, NearList* near) {
+  requant_store<C, FORCE>(requant_math<C>(tile_f, c, nq, near != nullptr), tok, row0, n0, I, ws, c, nq, near);
 }
 
 #if MOE_NEAR_BAND && MOE_NEAR_MMA
