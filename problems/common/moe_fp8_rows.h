@@ -59,6 +59,9 @@
 #ifndef MOE_REQ_GROUP  // moe v45: swiglu_requant computes this many items a thread before their stores (0: v44's loop)
 #define MOE_REQ_GROUP 0
 #endif
+#ifndef MOE_REQ_FAST  // moe v45: the near rule's first pass with __expf / __fdividef and bf16 by cvt (requant_math)
+#define MOE_REQ_FAST 0
+#endif
 #ifndef MOE_NEAR_VALUES  // moe v44: candidates listed a value each (not an item each), so the full test is one a thread
 #define MOE_NEAR_VALUES 0
 #endif
@@ -772,6 +775,7 @@ __device__ __forceinline__ void swiglu_requant(const float* tile_f, const int* t
   // interleave: the stores' generic addresses would otherwise keep the next item's tile loads behind them.
   constexpr int kPer = kItems / C::kThreads, G = req_group(kPer, MOE_REQ_GROUP);
   static_assert(kItems % C::kThreads == 0, "whole steps: every lane of a group of 4 in every shuffle");
+#pragma unroll 1
   for (int it0 = threadIdx.x; it0 < kItems; it0 += G * C::kThreads) {
     ReqVals v[G];
 #pragma unroll
@@ -824,22 +828,50 @@ __device__ __forceinline__ ReqVals requant_math(const float* tile_f, int c, int 
   float xv[8], amax = 0.0f;
   ReqVals v;
   v.mask = 0u;
+#if MOE_REQ_FAST && MOE_NEAR_BAND && defined(__CUDA_ARCH__)
+  // v45: in the first pass of the near-midpoint rule, SiLU with __expf and __fdividef (error <= 2^-21 of the value for
+  // |gate| < 8, inside the band the listed values' rule covers: a value it moves across a bf16 rounding that decides
+  // the stored block is listed, fully tested and recomputed exactly with expf and IEEE division; docs/perf.md, section
+  // "moe_mxfp4 v45"), and bf16 rounding by cvt.rn.bf16x2 (numerics::f32_to_bf16's result for every non-NaN float).
+  if (want_mask) {
+    float p[8];
 #pragma unroll
-  for (int k = 0; k < 8; ++k) {
-    const float silu = gv[k] / (1.0f + expf(-gv[k]));
-#if MOE_NEAR_BAND
-    // Candidates only (integer operations): ~1 value in 256. The full test (flip_step, the row's weight) runs after
-    // the loop on the listed values: inline here, its code doubled the loop's time.
-    if (want_mask) {
-#if MOE_NEAR_MMA  // v43: the three-operation filter (the full test after the loop repeats near_candidate)
-      v.mask |= uint32_t(mxfp4_near::near_candidate_finite(silu * uv[k], MOE_NEAR_BAND)) << k;
+    for (int k = 0; k < 8; ++k) {
+      p[k] = __fdividef(gv[k], 1.0f + __expf(-gv[k])) * uv[k];
+#if MOE_NEAR_MMA
+      v.mask |= uint32_t(mxfp4_near::near_candidate_finite(p[k], MOE_NEAR_BAND)) << k;
 #else
-      v.mask |= uint32_t(mxfp4_near::near_candidate(silu * uv[k], MOE_NEAR_BAND)) << k;
+      v.mask |= uint32_t(mxfp4_near::near_candidate(p[k], MOE_NEAR_BAND)) << k;
 #endif
     }
+#pragma unroll
+    for (int k = 0; k < 8; k += 2) {
+      uint32_t b2;
+      asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(b2) : "f"(p[k + 1]), "f"(p[k]));
+      xv[k] = __uint_as_float(b2 << 16);
+      xv[k + 1] = __uint_as_float(b2 & 0xFFFF0000u);
+      amax = fmaxf(amax, fmaxf(mxfp4::abs_for_amax(xv[k]), mxfp4::abs_for_amax(xv[k + 1])));
+    }
+  } else
 #endif
-    xv[k] = numerics::bf16_to_f32(numerics::f32_to_bf16(silu * uv[k]));
-    amax = fmaxf(amax, mxfp4::abs_for_amax(xv[k]));
+  {
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const float silu = gv[k] / (1.0f + expf(-gv[k]));
+#if MOE_NEAR_BAND
+      // Candidates only (integer operations): ~1 value in 256. The full test (flip_step, the row's weight) runs after
+      // the loop on the listed values: inline here, its code doubled the loop's time.
+      if (want_mask) {
+#if MOE_NEAR_MMA  // v43: the three-operation filter (the full test after the loop repeats near_candidate)
+        v.mask |= uint32_t(mxfp4_near::near_candidate_finite(silu * uv[k], MOE_NEAR_BAND)) << k;
+#else
+        v.mask |= uint32_t(mxfp4_near::near_candidate(silu * uv[k], MOE_NEAR_BAND)) << k;
+#endif
+      }
+#endif
+      xv[k] = numerics::bf16_to_f32(numerics::f32_to_bf16(silu * uv[k]));
+      amax = fmaxf(amax, mxfp4::abs_for_amax(xv[k]));
+    }
   }
   (void)want_mask;
   amax = fmaxf(amax, __shfl_xor(amax, 1));
