@@ -923,7 +923,16 @@ __device__ __forceinline__ void requant_store(const ReqVals& v, const int* tok, 
   const bool flag = (v.nz && unfolded) || a_block_forced<FORCE>(key, (n0 + nq) / 32);
   const int d = unfolded ? 0 : v.s;
   uint8_t* dst = ws.p.a8 + row * I + n0 + (nq & ~31) + 4 * ((nq / 8) % 4);
-  const uint32_t elo = e4m3x4_of(v.q, d), ehi = e4m3x4_of(v.q >> 16, d);
+  uint32_t elo, ehi;
+#if MOE_REQ_FAST && defined(MOE_WG8_DEVICE)
+  if (d >= -5) {  // the mainloop's byte-permute table (decode8, valid for d in [-5, 6]): the same bytes as e4m3x4_of
+    decode8(v.q, kT0 + uint32_t(d) * kK0, kT1 + uint32_t(d) * kK1, elo, ehi);
+  } else
+#endif
+  {
+    elo = e4m3x4_of(v.q, d);
+    ehi = e4m3x4_of(v.q >> 16, d);
+  }
   *reinterpret_cast<uint32_t*>(dst) = elo;
   *reinterpret_cast<uint32_t*>(dst + 16) = ehi;
   if (nq % 32 == 0) {
@@ -968,7 +977,14 @@ __device__ __forceinline__ void near_dots_mma(const uint32_t* at, float* dot, in
       gw[u] = *reinterpret_cast<const uint32_t*>(gr.w + kbc * 16 + 4 * t);
       uw[u] = *reinterpret_cast<const uint32_t*>(ur.w + kbc * 16 + 4 * t);
       const uint32_t gsb = gr.s[kbc], usb = ur.s[kbc], xsb = gr.xs[kbc];  // all loaded: none waits on gr.flag
+#if MOE_REQ_FAST
+      // v45: the activation scale without a branch. A branch on the token's flag (a global load) sank the xs load
+      // into it and issued the later k-blocks' loads after it: two memory round trips a step instead of one.
+      const int fl = -int(gr.flag);
+      const float xscale = numerics::exp2_f32((fl & (int(xsb) - 127)) | (~fl & gr.ref)) * float(kb < KB);
+#else
       const float xscale = kb < KB ? gr.act_scale(xsb) : 0.0f;
+#endif
       gs[u] = mxfp4::e8m0_value(gsb) * xscale;  // = ExactRow::scale(kb), a power of two
       us[u] = mxfp4::e8m0_value(usb) * xscale;
     }
