@@ -21,7 +21,7 @@ mkdir -p "$out"
 deadline=${DEADLINE_S:-420}
 start=$(date +%s)
 h="$dir/harness"
-mla_best=${MLA_LB:-v26} moe_best=${MOE_LB:-v44}  # the best variants (leaderboard, graph and hot steps)
+mla_best=${MLA_LB:-v26} moe_best=${MOE_LB:-v45}  # the best variants (leaderboard, graph and hot steps)
 summary=()
 
 wanted() { [[ ",${STEPS:-all}," == *",all,"* || ",${STEPS:-}," == *",$1,"* ]]; }
