@@ -763,9 +763,11 @@ constexpr int req_group(int per, int want) {
 // SwiGLU, bf16 rounding and requantization of the fp32 tile [BN][BM + 4] (kHalf gate columns, then kHalf up) into
 // e4m3 a: 8 consecutive columns a thread (requant_item), two items a step; with a NearList, swiglu_requant_near's first
 // pass. ~25k cycles a 64-row tile on the H200 (docs/perf.md, section "moe_mxfp4 v42", calls 3 / 4).
-template <class C, int FORCE>
+template <class C, int FORCE, int kNear = -1>  // kNear 0 / 1: whether near is null, known at compile time (v46)
 __device__ __forceinline__ void swiglu_requant(const float* tile_f, const int* tok, int row0, int n0, int I, const Ws& ws,
                                               NearList* near = nullptr) {
+  const bool want_mask = kNear < 0 ? near != nullptr : kNear != 0;
+  (void)want_mask;
   constexpr int kQuarters = C::BM / 2 / 8, kItems = C::BN * kQuarters;
 #if MOE_NEAR_STATS
   const long long t0 = clock64();
@@ -781,7 +783,7 @@ __device__ __forceinline__ void swiglu_requant(const float* tile_f, const int* t
 #pragma unroll
     for (int g = 0; g < G; ++g) {
       const int it = it0 + g * C::kThreads;
-      v[g] = requant_math<C>(tile_f, it / kQuarters, (it % kQuarters) * 8, near != nullptr);
+      v[g] = requant_math<C>(tile_f, it / kQuarters, (it % kQuarters) * 8, want_mask);
     }
 #pragma unroll
     for (int g = 0; g < G; ++g) {
@@ -816,6 +818,15 @@ struct NearList {
 };
 #endif
 
+// numerics::f32_to_e2m1_ties_away_branchless for finite f (its NaN test left out).
+HD inline uint32_t e2m1_code_finite(float f) {
+  const uint32_t b = numerics::f32_bits(f), ab = b & 0x7FFFFFFFu;
+  const uint32_t r = (ab + 0x200000u) >> 22;
+  const uint32_t hi = (r < 259u ? r : 259u) - 252u;
+  const uint32_t lo = uint32_t(ab >= 0x3E800000u) + uint32_t(ab >= 0x3F400000u);
+  return (ab >= 0x3F800000u ? hi : lo) | ((b >> 28) & 8u);
+}
+
 // requant_item's arithmetic (loads from the tile and the shuffles of its group of 4 lanes, no stores); ReqVals above.
 template <class C>
 __device__ __forceinline__ ReqVals requant_math(const float* tile_f, int c, int nq, bool want_mask) {
@@ -837,7 +848,16 @@ __device__ __forceinline__ ReqVals requant_math(const float* tile_f, int c, int 
     float p[8];
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
+#if MOE_REQ_FAST >= 2
+      // v46: ex2 / rcp without the range handling of __expf / __fdividef (ftz: a result below 2^-126 is 0, which
+      // changes nothing here: 1 + e and g x rcp(1 + e) round the same way for such e).
+      float e, r;
+      asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(gv[k] * -1.44269504088896341f));
+      asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.0f + e));
+      p[k] = gv[k] * r * uv[k];
+#else
       p[k] = __fdividef(gv[k], 1.0f + __expf(-gv[k])) * uv[k];
+#endif
 #if MOE_NEAR_MMA
       v.mask |= uint32_t(mxfp4_near::near_candidate_finite(p[k], MOE_NEAR_BAND)) << k;
 #else
@@ -880,6 +900,14 @@ __device__ __forceinline__ ReqVals requant_math(const float* tile_f, int c, int 
   v.s = numerics::mxfp4_dynamic_scale_exp(amax);
   const float inv = numerics::exp2_f32(-v.s);
   v.q = 0u;
+#if MOE_REQ_FAST >= 2 && MOE_NEAR_BAND && defined(__CUDA_ARCH__)
+  if (want_mask) {  // v46: the first pass's values are finite (no NaN test), and the block's largest value decides nz
+#pragma unroll
+    for (int k = 0; k < 8; ++k) v.q |= e2m1_code_finite(xv[k] * inv) << (4 * k);
+    v.nz = amax * inv >= 0.25f;  // its code is nonzero (codes grow with |x|; 0.25 rounds away to code 1)
+    return v;
+  }
+#endif
 #pragma unroll
   for (int k = 0; k < 8; ++k) v.q |= numerics::f32_to_e2m1_ties_away_branchless(xv[k] * inv) << (4 * k);
   v.nz = (v.q & 0x77777777u) != 0u;
@@ -1037,7 +1065,7 @@ __device__ __forceinline__ void swiglu_requant_near(float* tile_f, const int* to
 #if MOE_NEAR_STATS
   const long long t0 = clock64();
 #endif
-  swiglu_requant<C, FORCE>(tile_f, tok, row0, n0, I, ws, &near);
+  swiglu_requant<C, FORCE, MOE_REQ_FAST >= 2 ? 1 : -1>(tile_f, tok, row0, n0, I, ws, &near);
   __syncthreads();
   // The candidates' full test (requant_item's values again from the tile: the same operations, the same bits).
   const int nc = near.ncand;
