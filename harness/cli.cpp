@@ -102,10 +102,14 @@ const VariantEntry& require_variant(const Problem& p, const std::string& name) {
   throw UsageError(fmt::format("unknown variant '{}' for {} (valid: {})", name, p.name(), fmt::join(valid, ", ")));
 }
 
-std::vector<const VariantEntry*> select_variants(const Problem& p, const std::vector<std::string>& names) {
+bool variant_name_less(const std::string& a, const std::string& b) {
   auto number = [](const std::string& n) {  // v2 before v10; named variants (reference, cpu) first
     return n.size() > 1 && n[0] == 'v' && std::isdigit(static_cast<unsigned char>(n[1])) ? std::atoi(n.c_str() + 1) : -1;
   };
+  return std::make_pair(number(a), a) < std::make_pair(number(b), b);
+}
+
+std::vector<const VariantEntry*> select_variants(const Problem& p, const std::vector<std::string>& names) {
   std::vector<const VariantEntry*> out;
   auto add = [&](const VariantEntry* v) {
     if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
@@ -118,9 +122,8 @@ std::vector<const VariantEntry*> select_variants(const Problem& p, const std::ve
     std::vector<const VariantEntry*> group;
     for (const auto& v : variant_registry())
       if (v.problem == p.name() && (name == "all" || v.backend != Backend::cpu)) group.push_back(&v);
-    std::sort(group.begin(), group.end(), [&](const VariantEntry* a, const VariantEntry* b) {
-      return std::make_pair(number(a->name), a->name) < std::make_pair(number(b->name), b->name);
-    });
+    std::sort(group.begin(), group.end(),
+              [](const VariantEntry* a, const VariantEntry* b) { return variant_name_less(a->name, b->name); });
     if (group.empty())
       throw UsageError(fmt::format("--variant {}: no such variants of {} in this {} build", name, p.name(),
                                    build_info().backend));

@@ -48,6 +48,8 @@ std::vector<int> parse_shape_list(const std::string& spec, std::size_t count, co
 
 // GPU variants known to the tree ("problem:name") that this build did not compile.
 std::vector<std::string> uncompiled_gpu_variants(const std::string& problem);
+// Variant names in listing order: named variants (cpu, reference) first, then v1, v2, ..., v10 by number.
+bool variant_name_less(const std::string& a, const std::string& b);
 
 }  // namespace harness::cli
 

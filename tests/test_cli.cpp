@@ -140,6 +140,14 @@ TEST_CASE("cli: list shows problems, variants and shapes") {
   CHECK(r.output.find("moe_mxfp4") != std::string::npos);
   CHECK(r.output.find("seed 4220") != std::string::npos);
   CHECK(r.output.find("cpu ") != std::string::npos);
+  // Variants in number order (v2 before v10), compiled or not: v2 and v11 of mla_decode exist in every build's list.
+  const auto mla = r.output.find("mla_decode:"), moe = r.output.find("moe_mxfp4:");
+  REQUIRE(mla < moe);
+  const auto v2 = r.output.find("\n    v2 ", mla), v11 = r.output.find("\n    v11 ", mla);
+  REQUIRE(v2 < moe);
+  REQUIRE(v11 < moe);
+  CHECK(v2 < v11);
+  CHECK(r.output.find("\n    cpu ", mla) < v2);
 }
 
 TEST_CASE("cli: an isolated cpu run writes a results file that matches the schema") {
