@@ -244,8 +244,12 @@ __global__ __launch_bounds__(C::kThreads, 1) void down(MoeArgs a, Ws2 ws2) {
   if constexpr (OVL) {
     // The tile's gate_up blocks (I / (G1::BM / 2) of them) have stored its a8 rows.
     if (threadIdx.x == 0) {
+#if MOE_SPIN_ACQUIRE  // v48: an acquire load polls (no read-modify-write, no sequentially consistent fence after it)
+      while (moe_wg8::ld_acquire_gpu(ws2.ready + bt) < ws2.need) __nanosleep(256);
+#else
       while (atomicAdd(ws2.ready + bt, 0) < ws2.need) __nanosleep(256);
       __threadfence();
+#endif
     }
     __syncthreads();
   }

@@ -41,7 +41,9 @@ __device__ inline int ld_acquire(const int32_t* p) {
 }
 __device__ inline void spin_until(const int32_t* p, int need) {
   while (ld_acquire(p) < need) __nanosleep(128);
+#if !MOE_SPIN_ACQUIRE  // v48: the acquire load is enough (moe_wg8::ld_acquire_gpu)
   __threadfence();
+#endif
 }
 
 // Stage 1 (dependent launch of the prologue): moe_wide27's gate_up block (A16 off) on a tile-major grid

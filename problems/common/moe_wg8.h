@@ -20,6 +20,10 @@
 // v11's bit for bit. Also: a branch-free quantizer of the hidden states and a 1024-thread route, used
 // for every tile size (launch_tiled runs v11's 32/64-row kernels with them).
 #pragma once
+
+#ifndef MOE_SPIN_ACQUIRE  // moe v48: down blocks wait for their tile's gate_up count with acquire loads only
+#define MOE_SPIN_ACQUIRE 0
+#endif
 #include "problems/common/moe_tile_pipeline.h"
 
 #if defined(MOE_HAVE_MMA_SYNC)
@@ -400,6 +404,18 @@ __device__ inline void dep_release() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
+}
+
+// Thread 0 of a block waits until a producer count reaches need: an acquire load in the poll, so no fence after it
+// (the block's barrier after the wait then orders the other threads' reads, as a grid barrier fenced in one thread).
+__device__ inline int ld_acquire_gpu(const int* p) {
+  int v;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+#else
+  v = __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+  return v;
 }
 
 // DEP: launched as a programmatic dependent launch (moe_rows8.h's chain): wait for the previous grid
