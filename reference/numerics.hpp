@@ -203,6 +203,15 @@ HD inline uint32_t f32_to_e2m1_ties_away_branchless(float f) {
   return ab > 0x7F800000u ? 7u : (k | ((b >> 28) & 8u));
 }
 
+// f32_to_e2m1_ties_away_branchless for finite f, without its NaN test (moe v46's first pass, whose values are finite).
+HD inline uint32_t f32_to_e2m1_ties_away_finite(float f) {
+  const uint32_t b = f32_bits(f), ab = b & 0x7FFFFFFFu;
+  const uint32_t r = (ab + 0x200000u) >> 22;
+  const uint32_t hi = (r < 259u ? r : 259u) - 252u;
+  const uint32_t lo = uint32_t(ab >= 0x3E800000u) + uint32_t(ab >= 0x3F400000u);
+  return (ab >= 0x3F800000u ? hi : lo) | ((b >> 28) & 8u);
+}
+
 // ---- e8m0: 2^(byte - 127); 255 is NaN ----
 HD inline float e8m0_to_f32(uint8_t b) {
   if (b == 0xFF) return bits_f32(0x7FC00000u);

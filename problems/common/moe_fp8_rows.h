@@ -818,15 +818,6 @@ struct NearList {
 };
 #endif
 
-// numerics::f32_to_e2m1_ties_away_branchless for finite f (its NaN test left out).
-HD inline uint32_t e2m1_code_finite(float f) {
-  const uint32_t b = numerics::f32_bits(f), ab = b & 0x7FFFFFFFu;
-  const uint32_t r = (ab + 0x200000u) >> 22;
-  const uint32_t hi = (r < 259u ? r : 259u) - 252u;
-  const uint32_t lo = uint32_t(ab >= 0x3E800000u) + uint32_t(ab >= 0x3F400000u);
-  return (ab >= 0x3F800000u ? hi : lo) | ((b >> 28) & 8u);
-}
-
 // requant_item's arithmetic (loads from the tile and the shuffles of its group of 4 lanes, no stores); ReqVals above.
 template <class C>
 __device__ __forceinline__ ReqVals requant_math(const float* tile_f, int c, int nq, bool want_mask) {
@@ -903,7 +894,7 @@ __device__ __forceinline__ ReqVals requant_math(const float* tile_f, int c, int 
 #if MOE_REQ_FAST >= 2 && MOE_NEAR_BAND && defined(__CUDA_ARCH__)
   if (want_mask) {  // v46: the first pass's values are finite (no NaN test), and the block's largest value decides nz
 #pragma unroll
-    for (int k = 0; k < 8; ++k) v.q |= e2m1_code_finite(xv[k] * inv) << (4 * k);
+    for (int k = 0; k < 8; ++k) v.q |= numerics::f32_to_e2m1_ties_away_finite(xv[k] * inv) << (4 * k);
     v.nz = amax * inv >= 0.25f;  // its code is nonzero (codes grow with |x|; 0.25 rounds away to code 1)
     return v;
   }
