@@ -191,25 +191,28 @@ HD inline uint8_t f32_to_e2m1_ties_away(float f) {
   return static_cast<uint8_t>(sign | k);
 }
 
-// f32_to_e2m1_ties_away without branches, for kernels (the same code for every float, NaN included; a test checks
-// them against each other): |f| >= 1 rounds to one mantissa bit, ties away, on the bits (code 2 + 2 (exponent) +
-// mantissa bit, clamped at 7: inf / NaN too); below 1 the two thresholds 0.25 / 0.75; NaN has no sign.
-HD inline uint32_t f32_to_e2m1_ties_away_branchless(float f) {
-  const uint32_t b = f32_bits(f), ab = b & 0x7FFFFFFFu;
+// The e2m1 magnitude code (0..7, no sign) of |f| = bits ab, ties away, without branches: |f| >= 1 rounds to one
+// mantissa bit on the bits (code 2 + 2 (exponent) + mantissa bit, clamped at 7: inf and NaN too); below 1 the two
+// thresholds 0.25 / 0.75.
+HD inline uint32_t e2m1_magnitude_code_branchless(uint32_t ab) {
   const uint32_t r = (ab + 0x200000u) >> 22;
   const uint32_t hi = (r < 259u ? r : 259u) - 252u;
   const uint32_t lo = uint32_t(ab >= 0x3E800000u) + uint32_t(ab >= 0x3F400000u);
-  const uint32_t k = ab >= 0x3F800000u ? hi : lo;
+  return ab >= 0x3F800000u ? hi : lo;
+}
+
+// f32_to_e2m1_ties_away without branches, for kernels (the same code for every float, NaN included; a test checks
+// them against each other): NaN has no sign.
+HD inline uint32_t f32_to_e2m1_ties_away_branchless(float f) {
+  const uint32_t b = f32_bits(f), ab = b & 0x7FFFFFFFu;
+  const uint32_t k = e2m1_magnitude_code_branchless(ab);
   return ab > 0x7F800000u ? 7u : (k | ((b >> 28) & 8u));
 }
 
-// f32_to_e2m1_ties_away_branchless for finite f, without its NaN test (moe v46's first pass, whose values are finite).
+// The same for finite f, without the NaN test (moe v46's first pass, whose values are finite; a NaN keeps its sign).
 HD inline uint32_t f32_to_e2m1_ties_away_finite(float f) {
-  const uint32_t b = f32_bits(f), ab = b & 0x7FFFFFFFu;
-  const uint32_t r = (ab + 0x200000u) >> 22;
-  const uint32_t hi = (r < 259u ? r : 259u) - 252u;
-  const uint32_t lo = uint32_t(ab >= 0x3E800000u) + uint32_t(ab >= 0x3F400000u);
-  return (ab >= 0x3F800000u ? hi : lo) | ((b >> 28) & 8u);
+  const uint32_t b = f32_bits(f);
+  return e2m1_magnitude_code_branchless(b & 0x7FFFFFFFu) | ((b >> 28) & 8u);
 }
 
 // ---- e8m0: 2^(byte - 127); 255 is NaN ----

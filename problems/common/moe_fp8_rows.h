@@ -56,7 +56,7 @@
 #ifndef MOE_NEAR_MMA  // moe v43: the listed values' exact dot products on f16 mma.sync (near_dots_mma), k-blocks a step
 #define MOE_NEAR_MMA 0
 #endif
-#ifndef MOE_REQ_GROUP  // moe v45: swiglu_requant computes this many items a thread before their stores (0: v44's loop)
+#ifndef MOE_REQ_GROUP  // moe v45: 1: swiglu_requant's item loop rolled, one item a step (0: v44's loop, two a step)
 #define MOE_REQ_GROUP 0
 #endif
 #ifndef MOE_REQ_FAST  // moe v45: the near rule's first pass with __expf / __fdividef and bf16 by cvt (requant_math)
@@ -530,6 +530,12 @@ struct ExactRow {
   __device__ float act_scale(uint32_t xs_byte) const {  // the activation scale, given the k-block's xs byte (used if flag)
     return numerics::exp2_f32(flag ? int(xs_byte) - 127 : ref);
   }
+  // act_scale with the exponent selected by bit operations (v45's dots): a branch on flag, a global load, let the
+  // compiler sink the xs byte's load into it and issue later loads after it (a second memory round trip a step).
+  __device__ float act_scale_select(uint32_t xs_byte) const {
+    const int fl = -int(flag);
+    return numerics::exp2_f32((fl & (int(xs_byte) - 127)) | (~fl & ref));
+  }
 };
 
 // One k-block (kb) of exact_dot's product, scaled: the block's 16 weight bytes and 32 activation bytes in three
@@ -753,13 +759,6 @@ __device__ __forceinline__ void requant_store(const ReqVals& v, const int* tok, 
 __device__ unsigned long long near_stats[64];
 #endif
 
-// The largest divisor of per (a thread's items) that is at most want.
-constexpr int req_group(int per, int want) {
-  int g = want < per ? want : per;
-  while (g > 1 && per % g != 0) --g;
-  return g < 1 ? 1 : g;
-}
-
 // SwiGLU, bf16 rounding and requantization of the fp32 tile [BN][BM + 4] (kHalf gate columns, then kHalf up) into
 // e4m3 a: 8 consecutive columns a thread (requant_item), two items a step; with a NearList, swiglu_requant_near's first
 // pass. ~25k cycles a 64-row tile on the H200 (docs/perf.md, section "moe_mxfp4 v42", calls 3 / 4).
@@ -773,23 +772,14 @@ __device__ __forceinline__ void swiglu_requant(const float* tile_f, const int* t
   const long long t0 = clock64();
 #endif
 #if MOE_REQ_GROUP
-  // G items a thread computed before any of their stores, so that their chains (loads, expf, division, shuffles)
-  // interleave: the stores' generic addresses would otherwise keep the next item's tile loads behind them.
-  constexpr int kPer = kItems / C::kThreads, G = req_group(kPer, MOE_REQ_GROUP);
+  // One item a step, the loop rolled: the loop is bound by its instruction count, and 2 / 5 / 10 items computed before
+  // their stores were slower (docs/perf.md, section "moe_mxfp4 v45", calls 1-2).
+  static_assert(MOE_REQ_GROUP == 1, "MOE_REQ_GROUP: 0 or 1");
   static_assert(kItems % C::kThreads == 0, "whole steps: every lane of a group of 4 in every shuffle");
 #pragma unroll 1
-  for (int it0 = threadIdx.x; it0 < kItems; it0 += G * C::kThreads) {
-    ReqVals v[G];
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-      const int it = it0 + g * C::kThreads;
-      v[g] = requant_math<C>(tile_f, it / kQuarters, (it % kQuarters) * 8, want_mask);
-    }
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-      const int it = it0 + g * C::kThreads;
-      requant_store<C, FORCE>(v[g], tok, row0, n0, I, ws, it / kQuarters, (it % kQuarters) * 8, near);
-    }
+  for (int it = threadIdx.x; it < kItems; it += C::kThreads) {
+    const ReqVals v = requant_math<C>(tile_f, it / kQuarters, (it % kQuarters) * 8, want_mask);
+    requant_store<C, FORCE>(v, tok, row0, n0, I, ws, it / kQuarters, (it % kQuarters) * 8, near);
   }
 #else
 #pragma unroll 2
@@ -996,11 +986,8 @@ __device__ __forceinline__ void near_dots_mma(const uint32_t* at, float* dot, in
       gw[u] = *reinterpret_cast<const uint32_t*>(gr.w + kbc * 16 + 4 * t);
       uw[u] = *reinterpret_cast<const uint32_t*>(ur.w + kbc * 16 + 4 * t);
       const uint32_t gsb = gr.s[kbc], usb = ur.s[kbc], xsb = gr.xs[kbc];  // all loaded: none waits on gr.flag
-#if MOE_REQ_FAST
-      // v45: the activation scale without a branch. A branch on the token's flag (a global load) sank the xs load
-      // into it and issued the later k-blocks' loads after it: two memory round trips a step instead of one.
-      const int fl = -int(gr.flag);
-      const float xscale = numerics::exp2_f32((fl & (int(xsb) - 127)) | (~fl & gr.ref)) * float(kb < KB);
+#if MOE_REQ_FAST  // v45: no branch, so every load of the step is issued before the first use
+      const float xscale = gr.act_scale_select(xsb) * float(kb < KB);
 #else
       const float xscale = kb < KB ? gr.act_scale(xsb) : 0.0f;
 #endif

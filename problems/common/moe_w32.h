@@ -34,14 +34,9 @@ using moe_wide27::Split;
 
 #if defined(MOE_WG8_HOST)
 
-__device__ inline int ld_acquire(const int32_t* p) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
 __device__ inline void spin_until(const int32_t* p, int need) {
-  while (ld_acquire(p) < need) __nanosleep(128);
-#if !MOE_SPIN_ACQUIRE  // v48: the acquire load is enough (moe_wg8::ld_acquire_gpu)
+  while (moe_wg8::ld_acquire_gpu(p) < need) __nanosleep(128);
+#if !MOE_SPIN_ACQUIRE  // v48: the acquire load is enough
   __threadfence();
 #endif
 }

@@ -1,5 +1,5 @@
 // v45 (session 13): v44 with a cheaper first pass of gate_up's SwiGLU / requantization epilogue (docs/perf.md, section
-// "moe_mxfp4 v45"): the loop rolled to one item a step (MOE_REQ_GROUP 1: its code stays in the instruction cache),
+// "moe_mxfp4 v45"): the loop rolled to one item a step (MOE_REQ_GROUP 1),
 // SiLU with __expf / __fdividef and bf16 rounding by cvt (MOE_REQ_FAST: ~81 -> ~60 instructions a value, no division
 // branch). The approximations stay far inside the band of the near-midpoint rule, whose listed values are still fully
 // tested and recomputed with expf and IEEE division, so the stored values are v44's. Builds without mma.sync (AMD)
