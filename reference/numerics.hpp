@@ -1,8 +1,10 @@
 // Scalar numeric formats shared by host references and GPU kernels: bf16, fp8 e4m3fn, e2m1 (fp4),
 // e8m0, and the two MXFP4 block rules of the spec (mla_decode.md "Quantization rules", moe_mxfp4.md
 // "Weight quantization rule"). Everything is header-only, `HD inline`, without exceptions, heap or
-// library calls, so the same code runs on the host, under nvcc and under hip-clang.
+// library calls (but fabsf / fminf, which every compiler here inlines), so the same code runs on the host, under
+// nvcc and under hip-clang.
 #pragma once
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -213,6 +215,18 @@ HD inline uint32_t f32_to_e2m1_ties_away_branchless(float f) {
 HD inline uint32_t f32_to_e2m1_ties_away_finite(float f) {
   const uint32_t b = f32_bits(f);
   return e2m1_magnitude_code_branchless(b & 0x7FFFFFFFu) | ((b >> 28) & 8u);
+}
+
+// The value of f32_to_e2m1_ties_away(x)'s code (e2m1 value, sign kept: -0 where a negative x rounds to 0) without the
+// code, for x whose significand fits in 16 bits (a bf16 value times a power of two: moe's hidden-state quantizer) or
+// |x| >= 1. From 1 up the float's own bits round to one mantissa bit (the carry may step the exponent); below 1,
+// |x| + 1 is exact for such x and rounds on [1, 2)'s grid of 1/2, which is e2m1's grid on [0, 1) moved up by 1.
+// Saturates at 6 (infinity too); NaN is not handled.
+HD inline float e2m1_value_ties_away(float x) {
+  const float a = fminf(fabsf(x), 6.0f);
+  const float c = a < 1.0f ? 1.0f : 0.0f;
+  const float r = bits_f32((f32_bits(a + c) + 0x200000u) & 0xFFC00000u) - c;
+  return bits_f32(f32_bits(r) | (f32_bits(x) & 0x80000000u));
 }
 
 // ---- e8m0: 2^(byte - 127); 255 is NaN ----

@@ -336,3 +336,37 @@ TEST_CASE("e2m1: the finite form (no NaN test) gives the reference's code for ev
   CHECK(differ == 0);
   CHECK(nans > 0);  // negative NaNs keep their sign bit here: the reference gives 7, this form 15
 }
+
+TEST_CASE("e2m1: the value form (no code) gives the value of the reference's code where it applies") {
+  // Every float whose significand fits in 16 bits (low 8 mantissa bits zero: a bf16 value times a power of two, which
+  // moe's quantizer feeds it) or with |x| >= 1, infinities included; -0 where a negative value rounds to 0.
+  uint64_t differ = 0, tried = 0;
+  uint32_t first = 0;
+  for (uint64_t i = 0; i <= 0xFFFFFFFFull; ++i) {
+    const uint32_t b = static_cast<uint32_t>(i);
+    const float f = bits_f32(b);
+    if (std::isnan(f) || ((b & 0x7FFFFFFFu) < 0x3F800000u && (b & 0xFFu) != 0)) continue;
+    ++tried;
+    if (f32_bits(e2m1_value_ties_away(f)) != f32_bits(e2m1_to_f32(f32_to_e2m1_ties_away(f))) && differ++ == 0) first = b;
+  }
+  INFO("first differing bit pattern 0x" << std::hex << first);
+  CHECK(tried > (uint64_t{1} << 31));
+  CHECK(differ == 0);
+  // Outside that domain |x| + 1 rounds before the e2m1 rounding: just below the tie 0.75 the form gives 1, not 0.5.
+  const float below = std::nextafter(0.75f, 0.0f);
+  CHECK(e2m1_to_f32(f32_to_e2m1_ties_away(below)) == 0.5f);
+  CHECK(e2m1_value_ties_away(below) == 1.0f);
+}
+
+TEST_CASE("MXFP4 dynamic rule: a block has a nonzero e2m1 code exactly when amax 2^-s reaches 1/4") {
+  // moe's quantizer (token_scales) tests a block's amax instead of its codes; every non-negative bf16 amax.
+  int bad = 0;
+  for (uint32_t h = 0; h < 0x7F80u; ++h) {
+    const float amax = bits_f32(h << 16);
+    const int s = mxfp4_dynamic_scale_exp(amax);
+    const float x = amax * exp2_f32(-s);
+    bad += (x >= 0.25f) != ((f32_to_e2m1_ties_away(x) & 7u) != 0u);
+  }
+  CHECK(bad == 0);
+  CHECK(mxfp4_dynamic_scale_exp(0.0f) == -127);  // an all-zero block: 0 * 2^127 < 1/4, no nonzero code
+}

@@ -62,6 +62,9 @@
 #ifndef MOE_REQ_FAST  // moe v45: the near rule's first pass with __expf / __fdividef and bf16 by cvt (requant_math)
 #define MOE_REQ_FAST 0
 #endif
+#ifndef MOE_QUANT_FAST  // moe v50: the fp8 prologues' hidden-state quantizer without e2m1 codes (token_scales)
+#define MOE_QUANT_FAST 0
+#endif
 #ifndef MOE_NEAR_VALUES  // moe v44: candidates listed a value each (not an item each), so the full test is one a thread
 #define MOE_NEAR_VALUES 0
 #endif
@@ -85,12 +88,8 @@ HD inline uint32_t e4m3_exact(float v) {
 }
 // e2m1 code times 2^d as e4m3 (d in [-8, 6]).
 HD inline uint32_t e4m3_of(uint32_t code, int d) { return e4m3_exact(mxfp4::e2m1_value(code) * numerics::exp2_f32(d)); }
-// Four e2m1 codes (nibbles 0..3 of q) times 2^d as four e4m3 bytes (byte i = nibble i).
-__device__ inline uint32_t e4m3x4_of(uint32_t q, int d) {
-  const float m = numerics::exp2_f32(d);
-  float v[4];
-#pragma unroll
-  for (int k = 0; k < 4; ++k) v[k] = mxfp4::e2m1_value(q >> (4 * k)) * m;
+// The e4m3 bytes of four values that are e4m3 values (byte k = v[k]).
+__device__ inline uint32_t e4m3x4_exact(const float (&v)[4]) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
   uint16_t lo, hi;  // cvt packs its first source into the upper byte; exact (the values are e4m3 values)
   asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(lo) : "f"(v[1]), "f"(v[0]));
@@ -99,6 +98,14 @@ __device__ inline uint32_t e4m3x4_of(uint32_t q, int d) {
 #else
   return e4m3_exact(v[0]) | (e4m3_exact(v[1]) << 8) | (e4m3_exact(v[2]) << 16) | (e4m3_exact(v[3]) << 24);
 #endif
+}
+// Four e2m1 codes (nibbles 0..3 of q) times 2^d as four e4m3 bytes (byte i = nibble i).
+__device__ inline uint32_t e4m3x4_of(uint32_t q, int d) {
+  const float m = numerics::exp2_f32(d);
+  float v[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) v[k] = mxfp4::e2m1_value(q >> (4 * k)) * m;
+  return e4m3x4_exact(v);
 }
 
 // A block's tile: its expert, first sorted row and rows (T = the configuration's BN).
@@ -662,6 +669,73 @@ __device__ __forceinline__ void token_store(const uint32_t (&cw)[kMaxJ], const i
     uint8_t* blk = x8 + int64_t(t) * H + (i / 4) * 32;
     *reinterpret_cast<uint32_t*>(blk + 4 * q) = lo;
     *reinterpret_cast<uint32_t*>(blk + 16 + 4 * q) = hi;
+    if (q == 0) xs[int64_t(t) * (H / 32) + i / 4] = uint8_t(s[j] + 127);
+  }
+}
+
+// MOE_QUANT_FAST (moe v50): the same bytes without e2m1 codes. token_scales keeps a thread's up to kMaxJ groups of 8
+// bf16 values as loaded, with their blocks' scale exponents s and the thread's largest / smallest s over nonzero blocks
+// (a block is nonzero when its amax, the largest |x 2^-s|, reaches 1/4: e2m1 rounds the rest to 0); token_store's
+// uint4 form rounds each x 2^-s to its e2m1 value directly (numerics::e2m1_value_ties_away: exact for bf16 values
+// times a power of two), then times 2^d into e4m3: token_codes + token_store's bytes for every finite hidden state,
+// at about a third of their instructions (the prologue was ALU-bound on them: docs/perf.md, section "moe_mxfp4 v50").
+#if MOE_QUANT_FAST
+using TokenHeld = uint4;  // what a prologue thread keeps between its scan and its stores: the values as loaded
+#else
+using TokenHeld = uint32_t;  // their e2m1 codes (token_codes)
+#endif
+template <int QT, int kMaxJ>
+__device__ __forceinline__ void token_scales(const uint16_t* hrow, int tid, int n8, uint4 (&raw)[kMaxJ], int (&s)[kMaxJ],
+                                             int& mx, int& mn) {
+  mx = -100000;
+  mn = 100000;
+#pragma unroll
+  for (int j = 0; j < kMaxJ; ++j) {  // every load first: one memory round trip, not one a group
+    const int i = tid + j * QT;
+    raw[j] = i < n8 ? reinterpret_cast<const uint4*>(hrow)[i] : make_uint4(0u, 0u, 0u, 0u);
+  }
+#pragma unroll
+  for (int j = 0; j < kMaxJ; ++j) {
+    s[j] = 0;
+    if (j * QT >= n8) continue;  // uniform
+    const int i = tid + j * QT;
+    const uint32_t w[4] = {raw[j].x, raw[j].y, raw[j].z, raw[j].w};
+    float amax = 0.0f;  // fmaxf skips NaN, as mxfp4::abs_for_amax does
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      amax = fmaxf(amax, fmaxf(fabsf(numerics::bits_f32(w[k] << 16)), fabsf(numerics::bits_f32(w[k] & 0xFFFF0000u))));
+    amax = fmaxf(amax, __shfl_xor(amax, 1));
+    amax = fmaxf(amax, __shfl_xor(amax, 2));
+    s[j] = numerics::mxfp4_dynamic_scale_exp(amax);
+    if (i < n8 && amax * numerics::exp2_f32(-s[j]) >= 0.25f) {
+      mx = max(mx, s[j]);
+      mn = min(mn, s[j]);
+    }
+  }
+}
+
+template <int QT, int kMaxJ>
+__device__ __forceinline__ void token_store(const uint4 (&raw)[kMaxJ], const int (&s)[kMaxJ], int tid, int n8, bool flag,
+                                            int R, uint8_t* x8, uint8_t* xs, int t, int H) {
+#pragma unroll
+  for (int j = 0; j < kMaxJ; ++j) {
+    const int i = tid + j * QT;
+    if (i >= n8) continue;
+    const int d = flag ? 0 : s[j] - R;
+    const float inv = numerics::exp2_f32(-s[j]), m = numerics::exp2_f32(d);
+    const uint32_t w[4] = {raw[j].x, raw[j].y, raw[j].z, raw[j].w};
+    float lo[4], hi[4];
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      lo[2 * k] = numerics::e2m1_value_ties_away(numerics::bits_f32(w[k] << 16) * inv) * m;
+      lo[2 * k + 1] = numerics::e2m1_value_ties_away(numerics::bits_f32(w[k] & 0xFFFF0000u) * inv) * m;
+      hi[2 * k] = numerics::e2m1_value_ties_away(numerics::bits_f32(w[k + 2] << 16) * inv) * m;
+      hi[2 * k + 1] = numerics::e2m1_value_ties_away(numerics::bits_f32(w[k + 2] & 0xFFFF0000u) * inv) * m;
+    }
+    const int q = i % 4;
+    uint8_t* blk = x8 + int64_t(t) * H + (i / 4) * 32;
+    *reinterpret_cast<uint32_t*>(blk + 4 * q) = e4m3x4_exact(lo);
+    *reinterpret_cast<uint32_t*>(blk + 16 + 4 * q) = e4m3x4_exact(hi);
     if (q == 0) xs[int64_t(t) * (H / 32) + i / 4] = uint8_t(s[j] + 127);
   }
 }

@@ -87,10 +87,35 @@ __device__ inline void route_even_body(const int32_t* topk_ids, int P, int E, in
   int* row_off = smem_route + E;  // [E]
   int* scan = smem_route + 2 * E; // [blockDim.x]
   const int tid = threadIdx.x;
+#if MOE_ROUTE_FAST
+  moe_tiled::RouteIds ids;
+  ids.load(topk_ids, P, tid);
+#endif
   for (int e = tid; e < E; e += blockDim.x) count[e] = 0;
   for (int r = tid; r < rows_max; r += blockDim.x) sorted_pair[r] = -1;
   for (int t = tid; t < tiles_max; t += blockDim.x) ready[t] = 0;
   __syncthreads();
+#if MOE_ROUTE_FAST
+  ids.each(topk_ids, P, tid, [&](int, int e) {
+    if (e >= 0 && e < E) atomicAdd(&count[e], 1);
+  });
+  __syncthreads();
+  const int mine = tid < E ? (count[tid] + T - 1) / T : 0;
+  int total;
+  const int first = moe_tiled::block_inclusive_sum(mine, scan, &total) - mine;
+  if (tid < E) {
+    const int n = count[tid];
+    row_off[tid] = first * T;
+    const int q = mine ? (n + mine - 1) / mine : 0;
+    for (int i = 0; i < mine; ++i) tiles[first + i] = TileE{tid, first * T + i * q, min(q, n - i * q)};
+    count[tid] = 0;  // now the fill cursor
+  }
+  if (tid == 0) *n_tiles = total;
+  __syncthreads();
+  ids.each(topk_ids, P, tid, [&](int p, int e) {
+    if (e >= 0 && e < E) sorted_pair[row_off[e] + atomicAdd(&count[e], 1)] = p;
+  });
+#else
   for (int p = tid; p < P; p += blockDim.x) {
     const int e = topk_ids[p];
     if (e >= 0 && e < E) atomicAdd(&count[e], 1);
@@ -118,6 +143,7 @@ __device__ inline void route_even_body(const int32_t* topk_ids, int P, int E, in
     const int e = topk_ids[p];
     if (e >= 0 && e < E) sorted_pair[row_off[e] + atomicAdd(&count[e], 1)] = p;
   }
+#endif
 }
 
 __global__ void route_even(const int32_t* topk_ids, int P, int E, int T, int rows_max, int32_t* sorted_pair,
@@ -150,10 +176,14 @@ __global__ __launch_bounds__(kQGroups * kQThreads) void prologue(const uint16_t*
   const bool valid = t < M;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < rows_max; i += nqb * blockDim.x) aflag[i] = 0;
   const uint16_t* hrow = hidden + int64_t(valid ? t : 0) * H;
-  uint32_t cw[kMaxJ];
+  moe_fp8r::TokenHeld cw[kMaxJ];
   int s[kMaxJ];
   int mx, mn;
+#if MOE_QUANT_FAST
+  moe_fp8r::token_scales<kQThreads>(hrow, tid, n8, cw, s, mx, mn);
+#else
   moe_fp8r::token_codes<kQThreads>(hrow, tid, n8, cw, s, mx, mn);
+#endif
   for (int o = kLanes / 2; o > 0; o >>= 1) {
     mx = max(mx, __shfl_xor(mx, o));
     mn = min(mn, __shfl_xor(mn, o));

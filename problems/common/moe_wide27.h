@@ -139,10 +139,14 @@ __global__ __launch_bounds__(kPrologueThreads) void quantize_route(MoeArgs a, Ws
   const int M = a.cfg.bs, H = a.cfg.d_hidden, n8 = H / 8;
   const bool live = t < M;
   const uint16_t* hrow = a.hidden_states + int64_t(live ? t : 0) * H;
-  uint32_t cw[kMaxJ];
+  moe_fp8r::TokenHeld cw[kMaxJ];
   int s[kMaxJ];
   int mx, mn;
+#if MOE_QUANT_FAST
+  moe_fp8r::token_scales<kQThreads>(hrow, st, n8, cw, s, mx, mn);
+#else
   moe_fp8r::token_codes<kQThreads>(hrow, st, n8, cw, s, mx, mn);
+#endif
   for (int o = kLanes / 2; o > 0; o >>= 1) {
     mx = max(mx, __shfl_xor(mx, o));
     mn = min(mn, __shfl_xor(mn, o));
