@@ -111,7 +111,7 @@ __global__ __launch_bounds__(kThreads, MINB) void gate_up_r8d(MoeArgs a, Workspa
     __shared__ int routed_sh;  // the route flag was already set: take the route's tile (the blocks after the first wave)
     if (tid == 0) {
       tab_sh = kTabLo;
-      routed_sh = moe_rows8w::ld_acquire(flag);
+      routed_sh = moe_wg8::ld_acquire_gpu(flag);
       if (routed_sh) {
         const int nt = __ldcg(ws.n_tiles);
         tile_sh = tile_index < nt ? __ldcg(reinterpret_cast<const int2*>(ws.tiles) + tile_index) : make_int2(-1, 0);
@@ -132,7 +132,7 @@ __global__ __launch_bounds__(kThreads, MINB) void gate_up_r8d(MoeArgs a, Workspa
     (void)P, (void)E;
     if (tid == 0) {
       tab_sh = kTabLo;
-      while (moe_rows8w::ld_acquire(flag) == 0) __nanosleep(64);
+      while (moe_wg8::ld_acquire_gpu(flag) == 0) __nanosleep(64);
       const int nt = __ldcg(ws.n_tiles);
       tile_sh = tile_index < nt ? __ldcg(reinterpret_cast<const int2*>(ws.tiles) + tile_index) : make_int2(-1, 0);
     }

@@ -41,16 +41,6 @@ inline int* route_flag(const MoeConfig& c, void* base) {
   return reinterpret_cast<int*>(static_cast<char*>(base) + moe_rows8b::workspace8b(c));
 }
 
-__device__ inline int ld_acquire(const int* p) {
-  int v = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-#else
-  v = *const_cast<volatile const int*>(p);
-#endif
-  return v;
-}
-
 // moe_rows8b::quantize_route_b<FOLD> plus the route-done flag: block 0 zeroes it before its dependent-launch
 // release (so no gate_up block can see the previous call's value) and sets it after the route's writes.
 template <bool FOLD>
@@ -125,7 +115,7 @@ __global__ __launch_bounds__(kThreads, MINB) void gate_up_f16w(MoeArgs a, Worksp
   const int tid = threadIdx.x, lane = tid % kLanes, warp = tid / kLanes, g = lane / 4, t = lane % 4;
   if constexpr (PRE) {
     if (tid == 0) {
-      while (ld_acquire(flag) == 0) __nanosleep(64);
+      while (moe_wg8::ld_acquire_gpu(flag) == 0) __nanosleep(64);
       const int nt = __ldcg(ws.n_tiles);
       tile_sh = tile_index < nt ? __ldcg(reinterpret_cast<const int2*>(ws.tiles) + tile_index) : make_int2(-1, 0);
     }

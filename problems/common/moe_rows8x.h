@@ -174,7 +174,7 @@ __global__ __launch_bounds__(kThreads, MINB) void gate_up_s8(MoeArgs a, Workspac
   const int tid = threadIdx.x, lane = tid % kLanes, warp = tid / kLanes, g = lane / 4, t = lane % 4;
   if (tid == 0) {
     tab_sh = kTabLo;
-    while (moe_rows8w::ld_acquire(flag) == 0) __nanosleep(64);
+    while (moe_wg8::ld_acquire_gpu(flag) == 0) __nanosleep(64);
     const int nt = __ldcg(ws.n_tiles);
     tile_sh = tile_index < nt ? __ldcg(reinterpret_cast<const int2*>(ws.tiles) + tile_index) : make_int2(-1, 0);
   }
