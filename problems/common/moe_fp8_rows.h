@@ -655,22 +655,34 @@ __device__ __forceinline__ void token_codes(const uint16_t* hrow, int tid, int n
 }
 
 // Token t's e4m3 values (exponent R below each block's, or the block's own where flag) in position order, and its
-// scale bytes.
-template <int QT, int kMaxJ>
-__device__ __forceinline__ void token_store(const uint32_t (&cw)[kMaxJ], const int (&s)[kMaxJ], int tid, int n8, bool flag,
-                                            int R, uint8_t* x8, uint8_t* xs, int t, int H) {
+// scale bytes; words(j, d, lo, hi) gives group j's two words of e4m3 bytes at exponent d.
+template <int QT, int kMaxJ, class Words>
+__device__ __forceinline__ void token_store_words(Words&& words, const int (&s)[kMaxJ], int tid, int n8, bool flag, int R,
+                                                  uint8_t* x8, uint8_t* xs, int t, int H) {
 #pragma unroll
   for (int j = 0; j < kMaxJ; ++j) {
     const int i = tid + j * QT;
     if (i >= n8) continue;
     const int d = flag ? 0 : s[j] - R;
-    const uint32_t lo = e4m3x4_of(cw[j], d), hi = e4m3x4_of(cw[j] >> 16, d);
+    uint32_t lo, hi;
+    words(j, d, lo, hi);
     const int q = i % 4;
     uint8_t* blk = x8 + int64_t(t) * H + (i / 4) * 32;
     *reinterpret_cast<uint32_t*>(blk + 4 * q) = lo;
     *reinterpret_cast<uint32_t*>(blk + 16 + 4 * q) = hi;
     if (q == 0) xs[int64_t(t) * (H / 32) + i / 4] = uint8_t(s[j] + 127);
   }
+}
+// ... from the e2m1 codes (token_codes).
+template <int QT, int kMaxJ>
+__device__ __forceinline__ void token_store(const uint32_t (&cw)[kMaxJ], const int (&s)[kMaxJ], int tid, int n8, bool flag,
+                                            int R, uint8_t* x8, uint8_t* xs, int t, int H) {
+  token_store_words<QT, kMaxJ>(
+      [&](int j, int d, uint32_t& lo, uint32_t& hi) {
+        lo = e4m3x4_of(cw[j], d);
+        hi = e4m3x4_of(cw[j] >> 16, d);
+      },
+      s, tid, n8, flag, R, x8, xs, t, H);
 }
 
 // MOE_QUANT_FAST (moe v50): the same bytes without e2m1 codes. token_scales keeps a thread's up to kMaxJ groups of 8
@@ -714,30 +726,26 @@ __device__ __forceinline__ void token_scales(const uint16_t* hrow, int tid, int 
   }
 }
 
+// ... from the values as loaded (token_scales).
 template <int QT, int kMaxJ>
 __device__ __forceinline__ void token_store(const uint4 (&raw)[kMaxJ], const int (&s)[kMaxJ], int tid, int n8, bool flag,
                                             int R, uint8_t* x8, uint8_t* xs, int t, int H) {
+  token_store_words<QT, kMaxJ>(
+      [&](int j, int d, uint32_t& lo_word, uint32_t& hi_word) {
+        const float inv = numerics::exp2_f32(-s[j]), m = numerics::exp2_f32(d);
+        const uint32_t w[4] = {raw[j].x, raw[j].y, raw[j].z, raw[j].w};
+        float lo[4], hi[4];
 #pragma unroll
-  for (int j = 0; j < kMaxJ; ++j) {
-    const int i = tid + j * QT;
-    if (i >= n8) continue;
-    const int d = flag ? 0 : s[j] - R;
-    const float inv = numerics::exp2_f32(-s[j]), m = numerics::exp2_f32(d);
-    const uint32_t w[4] = {raw[j].x, raw[j].y, raw[j].z, raw[j].w};
-    float lo[4], hi[4];
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      lo[2 * k] = numerics::e2m1_value_ties_away(numerics::bits_f32(w[k] << 16) * inv) * m;
-      lo[2 * k + 1] = numerics::e2m1_value_ties_away(numerics::bits_f32(w[k] & 0xFFFF0000u) * inv) * m;
-      hi[2 * k] = numerics::e2m1_value_ties_away(numerics::bits_f32(w[k + 2] << 16) * inv) * m;
-      hi[2 * k + 1] = numerics::e2m1_value_ties_away(numerics::bits_f32(w[k + 2] & 0xFFFF0000u) * inv) * m;
-    }
-    const int q = i % 4;
-    uint8_t* blk = x8 + int64_t(t) * H + (i / 4) * 32;
-    *reinterpret_cast<uint32_t*>(blk + 4 * q) = e4m3x4_exact(lo);
-    *reinterpret_cast<uint32_t*>(blk + 16 + 4 * q) = e4m3x4_exact(hi);
-    if (q == 0) xs[int64_t(t) * (H / 32) + i / 4] = uint8_t(s[j] + 127);
-  }
+        for (int k = 0; k < 2; ++k) {
+          lo[2 * k] = numerics::e2m1_value_ties_away(numerics::bits_f32(w[k] << 16) * inv) * m;
+          lo[2 * k + 1] = numerics::e2m1_value_ties_away(numerics::bits_f32(w[k] & 0xFFFF0000u) * inv) * m;
+          hi[2 * k] = numerics::e2m1_value_ties_away(numerics::bits_f32(w[k + 2] << 16) * inv) * m;
+          hi[2 * k + 1] = numerics::e2m1_value_ties_away(numerics::bits_f32(w[k + 2] & 0xFFFF0000u) * inv) * m;
+        }
+        lo_word = e4m3x4_exact(lo);
+        hi_word = e4m3x4_exact(hi);
+      },
+      s, tid, n8, flag, R, x8, xs, t, H);
 }
 
 // The hidden states: one block (256 threads) a token, 8 values a thread and step.
