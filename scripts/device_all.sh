@@ -2,8 +2,10 @@
 # One device call that checks the whole product on the GPU machine, from a carried GPU build:
 # engine tests and every planted faulty variant (scripts/device_engine_check.sh), both problems'
 # variants in test, benchmark and leaderboard mode, and the exported submissions
-# (scripts/device_export.sh; its variables such as SAME_INPUTS pass through); logs and JSON under
-# $OUT, tables printed last.
+# (scripts/device_export.sh; its variables such as SAME_INPUTS pass through); tables printed last.
+# With OUT set, every log and JSON ends up in one archive, $OUT/device_all.tgz, and nothing else is
+# left in $OUT (the device tool returns few files): a caller that packs $OUT again must not overwrite
+# that archive (session 14's final call lost its JSON that way).
 #   scripts/device_all.sh DIR      DIR holds harness, tests/harness_tests, tests/harness_planted and
 #                                  (optionally) submissions/<problem>__<variant>.py (else every GPU
 #                                  variant is exported on the device)
