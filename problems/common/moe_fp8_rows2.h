@@ -83,39 +83,27 @@ struct Cfg {
 // pair list. Pairs inside an expert are placed in atomic order, which changes no value.
 __device__ inline void route_even_body(const int32_t* topk_ids, int P, int E, int T, int rows_max, int32_t* sorted_pair,
                                        TileE* tiles, int32_t* n_tiles, int32_t* ready, int tiles_max, int* smem_route) {
+  const int tid = threadIdx.x;
+#if MOE_ROUTE_FAST
+  moe_tiled::route_fast(
+      topk_ids, P, E, T, tid, smem_route, n_tiles,
+      [&] {
+        for (int r = tid; r < rows_max; r += blockDim.x) sorted_pair[r] = -1;
+        for (int t = tid; t < tiles_max; t += blockDim.x) ready[t] = 0;
+      },
+      [&](int e, int first, int mine, int n) {
+        const int q = mine ? (n + mine - 1) / mine : 0;
+        for (int i = 0; i < mine; ++i) tiles[first + i] = TileE{e, first * T + i * q, min(q, n - i * q)};
+      },
+      [&](int r, int p) { sorted_pair[r] = p; });
+#else
   int* count = smem_route;        // [E]
   int* row_off = smem_route + E;  // [E]
   int* scan = smem_route + 2 * E; // [blockDim.x]
-  const int tid = threadIdx.x;
-#if MOE_ROUTE_FAST
-  moe_tiled::RouteIds ids;
-  ids.load(topk_ids, P, tid);
-#endif
   for (int e = tid; e < E; e += blockDim.x) count[e] = 0;
   for (int r = tid; r < rows_max; r += blockDim.x) sorted_pair[r] = -1;
   for (int t = tid; t < tiles_max; t += blockDim.x) ready[t] = 0;
   __syncthreads();
-#if MOE_ROUTE_FAST
-  ids.each(topk_ids, P, tid, [&](int, int e) {
-    if (e >= 0 && e < E) atomicAdd(&count[e], 1);
-  });
-  __syncthreads();
-  const int mine = tid < E ? (count[tid] + T - 1) / T : 0;
-  int total;
-  const int first = moe_tiled::block_inclusive_sum(mine, scan, &total) - mine;
-  if (tid < E) {
-    const int n = count[tid];
-    row_off[tid] = first * T;
-    const int q = mine ? (n + mine - 1) / mine : 0;
-    for (int i = 0; i < mine; ++i) tiles[first + i] = TileE{tid, first * T + i * q, min(q, n - i * q)};
-    count[tid] = 0;  // now the fill cursor
-  }
-  if (tid == 0) *n_tiles = total;
-  __syncthreads();
-  ids.each(topk_ids, P, tid, [&](int p, int e) {
-    if (e >= 0 && e < E) sorted_pair[row_off[e] + atomicAdd(&count[e], 1)] = p;
-  });
-#else
   for (int p = tid; p < P; p += blockDim.x) {
     const int e = topk_ids[p];
     if (e >= 0 && e < E) atomicAdd(&count[e], 1);

@@ -210,28 +210,22 @@ __device__ __forceinline__ int block_inclusive_sum(int v, int* wsum, int* total)
   return v + (warp > 0 ? wsum[warp - 1] : 0);
 }
 
-// route_scan's work inside a kernel's block 0 (thread tid of blockDim.x >= E threads; smem: 2 E + blockDim.x
-// ints), on the workspace's lists; clear(r) is called for every padding row as it is reset, place(r, p) for
-// every pair as it is placed (the 8-row chains' per-row routing weights).
-template <class Clear, class Place>
-__device__ __forceinline__ void route_block(const MoeArgs& a, const moe_pipeline::Workspace& ws, int P, int E,
-                                            int tile_rows, int rows_max, int tid, int* smem, Clear clear,
-                                            Place place) {
+// MOE_ROUTE_FAST's route, shared by route_block and moe_fp8r2::route_even_body (thread tid of blockDim.x >= E threads;
+// smem: 2 E + blockDim.x ints): reset() clears the lists (every thread, before the counts), tiles(e, first, mine, n)
+// writes expert e's `mine` tile entries from tile index `first` (n: its pairs), place(r, p) puts pair p at sorted row
+// r. Pairs inside an expert are placed in atomic order, which changes no value.
+template <class Reset, class Tiles, class Place>
+__device__ __forceinline__ void route_fast(const int32_t* topk_ids, int P, int E, int tile_rows, int tid, int* smem,
+                                           int32_t* n_tiles, Reset reset, Tiles tiles, Place place) {
   int* count = smem;
   int* row_off = smem + E;
   int* scan = smem + 2 * E;
-#if MOE_ROUTE_FAST
   RouteIds ids;
-  ids.load(a.topk_ids, P, tid);
-#endif
+  ids.load(topk_ids, P, tid);
   for (int e = tid; e < E; e += blockDim.x) count[e] = 0;
-  for (int r = tid; r < rows_max; r += blockDim.x) {
-    ws.sorted_pair[r] = -1;
-    clear(r);
-  }
+  reset();
   __syncthreads();
-#if MOE_ROUTE_FAST
-  ids.each(a.topk_ids, P, tid, [&](int, int e) {
+  ids.each(topk_ids, P, tid, [&](int, int e) {
     if (e >= 0 && e < E) atomicAdd(&count[e], 1);
   });
   __syncthreads();
@@ -240,19 +234,49 @@ __device__ __forceinline__ void route_block(const MoeArgs& a, const moe_pipeline
   const int first = block_inclusive_sum(mine, scan, &total) - mine;
   if (tid < E) {
     row_off[tid] = first * tile_rows;
-    for (int i = 0; i < mine; ++i) ws.tiles[first + i] = Tile{tid, (first + i) * tile_rows};
+    tiles(tid, first, mine, count[tid]);
     count[tid] = 0;  // now the fill cursor
   }
-  if (tid == 0) *ws.n_tiles = total;
+  if (tid == 0) *n_tiles = total;
   __syncthreads();
-  ids.each(a.topk_ids, P, tid, [&](int p, int e) {
-    if (e >= 0 && e < E) {
-      const int r = row_off[e] + atomicAdd(&count[e], 1);
-      ws.sorted_pair[r] = p;
-      place(r, p);
-    }
+  ids.each(topk_ids, P, tid, [&](int p, int e) {
+    if (e >= 0 && e < E) place(row_off[e] + atomicAdd(&count[e], 1), p);
   });
+}
+
+// route_scan's work inside a kernel's block 0 (thread tid of blockDim.x >= E threads; smem: 2 E + blockDim.x
+// ints), on the workspace's lists; clear(r) is called for every padding row as it is reset, place(r, p) for
+// every pair as it is placed (the 8-row chains' per-row routing weights).
+template <class Clear, class Place>
+__device__ __forceinline__ void route_block(const MoeArgs& a, const moe_pipeline::Workspace& ws, int P, int E,
+                                            int tile_rows, int rows_max, int tid, int* smem, Clear clear,
+                                            Place place) {
+#if MOE_ROUTE_FAST
+  route_fast(
+      a.topk_ids, P, E, tile_rows, tid, smem, ws.n_tiles,
+      [&] {
+        for (int r = tid; r < rows_max; r += blockDim.x) {
+          ws.sorted_pair[r] = -1;
+          clear(r);
+        }
+      },
+      [&](int e, int first, int mine, int) {
+        for (int i = 0; i < mine; ++i) ws.tiles[first + i] = Tile{e, (first + i) * tile_rows};
+      },
+      [&](int r, int p) {
+        ws.sorted_pair[r] = p;
+        place(r, p);
+      });
 #else
+  int* count = smem;
+  int* row_off = smem + E;
+  int* scan = smem + 2 * E;
+  for (int e = tid; e < E; e += blockDim.x) count[e] = 0;
+  for (int r = tid; r < rows_max; r += blockDim.x) {
+    ws.sorted_pair[r] = -1;
+    clear(r);
+  }
+  __syncthreads();
   for (int p = tid; p < P; p += blockDim.x) {
     const int e = a.topk_ids[p];
     if (e >= 0 && e < E) atomicAdd(&count[e], 1);
