@@ -1427,7 +1427,14 @@ __device__ __forceinline__ void down_tile(const MoeArgs& a, const Ws& ws, const 
         acc[m][j][2 * h + 1] *= rowmul;
       }
     }
+#if defined(MOE_Y_STAGED) && defined(MOE_Y_BF16X2) && defined(MOE_Y_BF16_CVT) && defined(__CUDA_ARCH__) && \
+    __CUDA_ARCH__ >= 800
+  // v51: the weighted rows through shared memory (the pipeline buffers, free after run_mainloop's last barrier).
+  static_assert(moe_tiled::y_stage_bytes<C>() <= C::kPipeBytes, "the staged y tile fits the pipeline buffers");
+  moe_tiled::store_weighted_rows_staged<C>(ix, acc, pair, weight, ws.p.y, H, n0, smem, nreal);
+#else
   moe_tiled::store_weighted_rows<C>(ix, acc, pair, weight, ws.p.y, H, n0);
+#endif
   if (threadIdx.x < C::BN) mine |= aflg[threadIdx.x] != 0;
   if (__syncthreads_or(mine)) {
     const int warp = threadIdx.x / kLanes;

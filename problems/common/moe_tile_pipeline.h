@@ -441,6 +441,64 @@ __device__ __forceinline__ void store_weighted_row_pairs(const IX& ix, const flo
 }
 #endif
 
+// Bytes of the staged y tile a kernel adds to its shared memory (0 without MOE_Y_STAGED).
+template <class C>
+constexpr int y_stage_bytes() {
+#if defined(MOE_Y_STAGED)
+  return C::BN * (C::BM / 2 + 4) * 4;
+#else
+  return 0;
+#endif
+}
+#if defined(MOE_Y_STAGED)
+// store_weighted_row_pairs' words (the same exchange, the same cvt.rn of weight[c] * acc) written to shared memory
+// as [column][row pair] first, then copied to y one whole column (BM bf16 = BM * 2 bytes) a warp at a time in 16-byte
+// stores: full 32-byte sectors instead of the pairs' half sectors scattered over 8 y rows a store. A column's words
+// sit kStride = BM / 2 + 4 apart: the 8 columns of one exchange store land on distinct banks (4 c + g / 2 mod 32).
+// stage: y_stage_bytes<C>(), free (the pipeline buffers after the mainloop's last barrier); ncols: the
+// tile's columns that may hold a pair (the rest are never copied). Ends with the copies issued (no barrier after).
+template <class C, class IX>
+__device__ __forceinline__ void store_weighted_rows_staged(const IX& ix, const float (&acc)[C::MT][C::NG][4],
+                                                           const int* pair, const float* weight,
+                                                           moe_pipeline::YBf16* y, int H, int n0, uint8_t* stage,
+                                                           int ncols) {
+  constexpr int kStride = C::BM / 2 + 4, kVecs = C::BM / 8;  // words a column; 16-byte pieces a column
+  static_assert(C::BM % 8 == 0 && kStride % 4 == 0, "16-byte column pieces");
+  uint32_t* st = reinterpret_cast<uint32_t*>(stage);
+  const int odd = ix.row(0, 0) & 1;
+#pragma unroll
+  for (int j = 0; j < C::NG; ++j) {
+    float keep[C::MT][2], got[C::MT][2];
+#pragma unroll
+    for (int m = 0; m < C::MT; ++m)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float a0 = acc[m][j][2 * e], a1 = acc[m][j][2 * e + 1];
+        keep[m][e] = odd ? a1 : a0;
+        got[m][e] = __shfl_xor(odd ? a0 : a1, 4);
+      }
+    const int c = ix.col(j, odd);
+    const float w = weight[c];
+#pragma unroll
+    for (int m = 0; m < C::MT; ++m)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float lo = w * (odd ? got[m][e] : keep[m][e]), hi = w * (odd ? keep[m][e] : got[m][e]);
+        uint32_t b;
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(b) : "f"(hi), "f"(lo));
+        st[c * kStride + (ix.row(m, 2 * e) - odd) / 2] = b;
+      }
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < ncols * kVecs; idx += C::kThreads) {
+    const int c = idx / kVecs, q = idx % kVecs, p = pair[c];
+    if (p < 0) continue;
+    const uint4 v = *reinterpret_cast<const uint4*>(st + c * kStride + 4 * q);
+    *reinterpret_cast<uint4*>(y + int64_t(p) * H + n0 + 8 * q) = v;
+  }
+}
+#endif
+
 // Stage 2's epilogue: each tile column c with a pair p >= 0 writes its routing weight times the
 // accumulator rows into y[p, n0 + row] (IX maps accumulator registers to rows and columns). YT: float, or
 // moe_pipeline::YBf16 (MOE_Y_BF16). (MOE_Y_BF16X2: bf16 y of the YRowPairs layouts in 4-byte row pairs.)

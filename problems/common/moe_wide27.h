@@ -445,8 +445,8 @@ struct DLayout {
   static constexpr int kPipeBytes = C::STAGES * kStageBytes;
 };
 template <class C>
-constexpr int down_slices_smem(int I) {
-  return DLayout<C>::kPipeBytes + C::BN * I;
+constexpr int down_slices_smem(int I) {  // + the staged y tile (MOE_Y_STAGED) after the activations
+  return DLayout<C>::kPipeBytes + C::BN * I + moe_tiled::y_stage_bytes<C>();
 }
 
 // wait(): called once the weight stages that do not depend on gate_up are in flight; gate_up's output (the
@@ -654,7 +654,12 @@ __device__ inline void down_run(const MoeArgs& a, const Ws& ws, const Tile& tile
         }
       }
     const int n0 = sl * C::BM;
+#if defined(MOE_Y_STAGED) && defined(MOE_Y_BF16X2) && defined(MOE_Y_BF16_CVT) && __CUDA_ARCH__ >= 800
+    // v51: through the staged tile after the activations (the pipeline keeps the next slice's stages in flight).
+    moe_tiled::store_weighted_rows_staged<C>(ix, acc, pair, weight, ws.p.y, H, n0, act + C::BN * I, NCOLS);
+#else
     moe_tiled::store_weighted_rows<C>(ix, acc, pair, weight, ws.p.y, H, n0);
+#endif
     if (__syncthreads_or(bad || any_aflag)) {
 #pragma unroll
       for (int m = 0; m < C::MT; ++m)
