@@ -21,12 +21,24 @@
 #pragma once
 #include <utility>
 
+#include "problems/common/launch_check.h"
 #include "problems/common/moe_fp8_rows.h"
 #include "problems/common/moe_rows8.h"
 
 
 namespace moe_fp8r2 {
 namespace {
+
+#ifndef MOE_DOWN_QUEUE  // v52: down blocks take tiles in the order their gate_up blocks finish (a queue after the counts)
+#define MOE_DOWN_QUEUE 0
+#endif
+// ready[]'s ints for tiles_max tiles: the per-tile gate_up counts, then (MOE_DOWN_QUEUE) the queue of finished tiles
+// (-1 = not yet) and its length; reset by the route: counts 0, queue -1, length 0.
+__host__ __device__ constexpr int ready_ints(int tiles_max) { return MOE_DOWN_QUEUE ? 2 * tiles_max + 1 : tiles_max; }
+__host__ __device__ constexpr int ready_reset(int t, int tiles_max) {
+  return MOE_DOWN_QUEUE && t >= tiles_max && t < 2 * tiles_max ? -1 : 0;
+}
+
 
 // A block's tile: its expert, first sorted row and real rows.
 struct TileE {
@@ -36,8 +48,11 @@ struct TileE {
 struct Ws2 {
   moe_fp8r::Ws w;  // moe_fp8r's workspace (moe_pipeline's with tile_rows T, xr, aflag)
   TileE* tiles;    // [tiles_max]
-  int32_t* ready;  // [tiles_max]: gate_up blocks done per tile (OVL), zeroed by route_even
+  int32_t* ready;  // [ready_ints(tiles_max)]: gate_up blocks done per tile (OVL) (+ the down queue), reset by route_even
   int need;        // gate_up blocks a tile (OVL)
+#if MOE_DOWN_QUEUE
+  bool queue;      // down takes tiles from the queue (else in tile order, waiting on the counts)
+#endif
 };
 
 inline size_t carve2(const MoeConfig& c, int T, void* base, Ws2* w) {
@@ -47,7 +62,7 @@ inline size_t carve2(const MoeConfig& c, int T, void* base, Ws2* w) {
   TileE* tl = base ? reinterpret_cast<TileE*>(static_cast<char*>(base) + off) : nullptr;
   off += moe_pipeline::align256(s.tiles_max * sizeof(TileE));
   int32_t* rd = base ? reinterpret_cast<int32_t*>(static_cast<char*>(base) + off) : nullptr;
-  off += moe_pipeline::align256(s.tiles_max * sizeof(int32_t));
+  off += moe_pipeline::align256(ready_ints(int(s.tiles_max)) * sizeof(int32_t));
   if (w) *w = Ws2{ws, tl, rd, 0};
   return off;
 }
@@ -89,7 +104,7 @@ __device__ inline void route_even_body(const int32_t* topk_ids, int P, int E, in
       topk_ids, P, E, T, tid, smem_route, n_tiles,
       [&] {
         for (int r = tid; r < rows_max; r += blockDim.x) sorted_pair[r] = -1;
-        for (int t = tid; t < tiles_max; t += blockDim.x) ready[t] = 0;
+        for (int t = tid; t < ready_ints(tiles_max); t += blockDim.x) ready[t] = ready_reset(t, tiles_max);
       },
       [&](int e, int first, int mine, int n) {
         const int q = mine ? (n + mine - 1) / mine : 0;
@@ -102,7 +117,7 @@ __device__ inline void route_even_body(const int32_t* topk_ids, int P, int E, in
   int* scan = smem_route + 2 * E; // [blockDim.x]
   for (int e = tid; e < E; e += blockDim.x) count[e] = 0;
   for (int r = tid; r < rows_max; r += blockDim.x) sorted_pair[r] = -1;
-  for (int t = tid; t < tiles_max; t += blockDim.x) ready[t] = 0;
+  for (int t = tid; t < ready_ints(tiles_max); t += blockDim.x) ready[t] = ready_reset(t, tiles_max);
   __syncthreads();
   for (int p = tid; p < P; p += blockDim.x) {
     const int e = topk_ids[p];
@@ -239,7 +254,18 @@ __global__ __launch_bounds__(C::kThreads, 1) void gate_up(MoeArgs a, Ws2 ws2) {
   if constexpr (OVL) {
     __threadfence();  // this thread's a8 / as / aflag stores before the tile's count
     __syncthreads();
+#if MOE_DOWN_QUEUE
+    if (threadIdx.x == 0 && atomicAdd(ws2.ready + bt, 1) == ws2.need - 1 && ws2.queue) {
+      // The tile's last gate_up block: the fence orders the other blocks' stores (fenced before their counts, which
+      // this block's count observed) before the queue entry that down's acquire load reads.
+      __threadfence();
+      const int tiles_max = int(gridDim.y);
+      const int slot = atomicAdd(ws2.ready + 2 * tiles_max, 1);
+      atomicExch(ws2.ready + tiles_max + slot, bt);
+    }
+#else
     if (threadIdx.x == 0) atomicAdd(ws2.ready + bt, 1);
+#endif
   }
 }
 
@@ -255,22 +281,38 @@ __global__ __launch_bounds__(C::kThreads, 1) void down(MoeArgs a, Ws2 ws2) {
   __shared__ int aflg[C::BN];
   __shared__ int wflag[C::BM];
   __shared__ int rref[C::BM];
-  const int bt = tile_index<OVL>();
+  const int slot = tile_index<OVL>();
   if constexpr (PRO) moe_wg8::dep_release();  // the combine may be scheduled once every down block started
-  if (bt >= *ws.p.n_tiles) return;
-  const TileE tile = tile_of(ws2, bt);
+  if (slot >= *ws.p.n_tiles) return;
+#if MOE_DOWN_QUEUE
+  __shared__ int bt_s;
+#else
+  const TileE tile = tile_of(ws2, slot);
+#endif
   if constexpr (OVL) {
     // The tile's gate_up blocks (I / (G1::BM / 2) of them) have stored its a8 rows.
     if (threadIdx.x == 0) {
-#if MOE_SPIN_ACQUIRE  // v48: an acquire load polls (no read-modify-write, no sequentially consistent fence after it)
-      while (moe_wg8::ld_acquire_gpu(ws2.ready + bt) < ws2.need) __nanosleep(256);
+#if MOE_DOWN_QUEUE
+      // v52: block row y takes the y-th tile whose gate_up blocks have all finished (the queue holds whole tiles).
+      const int* q = ws2.ready + int(gridDim.y) + slot;
+      int v = slot;
+      if (ws2.queue)
+        while ((v = moe_wg8::ld_acquire_gpu(q)) < 0) __nanosleep(256);
+      else
+        while (moe_wg8::ld_acquire_gpu(ws2.ready + slot) < ws2.need) __nanosleep(256);
+      bt_s = v;
+#elif MOE_SPIN_ACQUIRE  // v48: an acquire load polls (no read-modify-write, no sequentially consistent fence after it)
+      while (moe_wg8::ld_acquire_gpu(ws2.ready + slot) < ws2.need) __nanosleep(256);
 #else
-      while (atomicAdd(ws2.ready + bt, 0) < ws2.need) __nanosleep(256);
+      while (atomicAdd(ws2.ready + slot, 0) < ws2.need) __nanosleep(256);
       __threadfence();
 #endif
     }
     __syncthreads();
   }
+#if MOE_DOWN_QUEUE
+  const TileE tile = tile_of(ws2, OVL ? bt_s : slot);
+#endif
   moe_fp8r::down_tile<C, FORCE, OVL, true>(a, ws, tile, [] { return col_index<OVL>(); }, smem, rg, xoff, pair, weight,
                                           aflg, wflag, rref);
 }
@@ -290,6 +332,11 @@ void launch(const MoeArgs& a) {
   const moe_pipeline::Sizes s = moe_pipeline::sizes_of(a.cfg, T);
   const unsigned cols1 = unsigned(s.I / (G1::BM / 2)), cols2 = unsigned(s.H / G2::BM), tiles = unsigned(s.tiles_max);
   ws2.need = int(cols1);
+#if MOE_DOWN_QUEUE
+  // The queue pays where gate_up's grid (its tile bound) is at most two waves: its first-wave tiles then finish in an
+  // order unrelated to the tile order, and down blocks in tile order wait on the slowest (docs/perf.md, v52).
+  ws2.queue = int64_t(cols1) * tiles <= 2 * int64_t(current_device_shape().compute_units);
+#endif
   constexpr int kRouteThreads = 1024;
   const size_t route_smem = size_t(2 * s.E + kRouteThreads) * sizeof(int);
   if constexpr (PRO) {
