@@ -1,5 +1,5 @@
 // Microbenchmark (measurement only, not a variant): can the moe down's bf16 y (66 MB at E33 bs512) stay in L2 for the
-// combine while the down streams its weights (121 MB at d_expert 512)? A kernel stores y rows (pairs in expert order)
+// combine while the down reads its weights (121 MB at d_expert 512)? A kernel stores y rows (pairs in expert order)
 // while reading a weight buffer, then the combine reads y by token; L2 policies: default, y stores evict_last,
 // weight loads evict_first, both. Each timed pair runs after a 1 GiB memset (the harness's flush).
 // Build: nvcc -O3 -arch=sm_90a -std=c++17 moe_y_l2.cu -o y_l2
