@@ -441,14 +441,24 @@ __device__ __forceinline__ void store_weighted_row_pairs(const IX& ix, const flo
 }
 #endif
 
-// Bytes of the staged y tile a kernel adds to its shared memory (0 without MOE_Y_STAGED).
+// Whether a down configuration stages its y rows (store_weighted_rows_staged): with MOE_Y_STAGED, every configuration
+// unless it says otherwise (a member kYStage; v54's 32-row plan for E33 bs128).
+template <class C, class = void>
+struct YStage {
+#if defined(MOE_Y_STAGED)
+  static constexpr bool value = true;
+#else
+  static constexpr bool value = false;
+#endif
+};
+template <class C>
+struct YStage<C, std::void_t<decltype(C::kYStage)>> {
+  static constexpr bool value = C::kYStage;
+};
+// Bytes of the staged y tile a kernel adds to its shared memory (0 where it does not stage).
 template <class C>
 constexpr int y_stage_bytes() {
-#if defined(MOE_Y_STAGED)
-  return C::BN * (C::BM / 2 + 4) * 4;
-#else
-  return 0;
-#endif
+  return YStage<C>::value ? C::BN * (C::BM / 2 + 4) * 4 : 0;
 }
 #if defined(MOE_Y_STAGED)
 // store_weighted_row_pairs' words (the same exchange, the same cvt.rn of weight[c] * acc) written to shared memory

@@ -656,7 +656,10 @@ __device__ inline void down_run(const MoeArgs& a, const Ws& ws, const Tile& tile
     const int n0 = sl * C::BM;
 #if defined(MOE_Y_STAGED) && defined(MOE_Y_BF16X2) && defined(MOE_Y_BF16_CVT) && __CUDA_ARCH__ >= 800
     // v51: through the staged tile after the activations (the pipeline keeps the next slice's stages in flight).
-    moe_tiled::store_weighted_rows_staged<C>(ix, acc, pair, weight, ws.p.y, H, n0, act + C::BN * I, NCOLS);
+    if constexpr (moe_tiled::YStage<C>::value)
+      moe_tiled::store_weighted_rows_staged<C>(ix, acc, pair, weight, ws.p.y, H, n0, act + C::BN * I, NCOLS);
+    else
+      moe_tiled::store_weighted_rows<C>(ix, acc, pair, weight, ws.p.y, H, n0);
 #else
     moe_tiled::store_weighted_rows<C>(ix, acc, pair, weight, ws.p.y, H, n0);
 #endif
