@@ -2,18 +2,7 @@
 // written as bf16 y rows + a combine kernel (what v50 does) against fp32 reductions into a [M, H] accumulator
 // (red.global.add.f32 / .v4.f32) + a conversion kernel. Every timed kernel runs after a 1 GiB memset (the harness's
 // flush: L2 full of dirty lines). Build: nvcc -O3 -arch=sm_90a -std=c++17 moe_combine_red.cu -o red
-#include <cuda_runtime.h>
-#include <cuda_bf16.h>
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <numeric>
-#include <random>
-#include <vector>
-
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { std::printf("CUDA %s at %d\n", cudaGetErrorString(e_), __LINE__); std::exit(1); } } while (0)
-
-constexpr int M = 512, T = 9, H = 7168, P = M * T;
+#include "moe_pairs.cuh"
 
 __device__ __forceinline__ float val(int p, int h) { return float((p * 131 + h * 7) % 97) * 0.01f - 0.48f; }
 
@@ -25,20 +14,6 @@ __global__ void store_y(const int* order, __nv_bfloat16* y) {
   __align__(16) __nv_bfloat16 v[8];
   for (int i = 0; i < 8; ++i) v[i] = __float2bfloat16(val(p, h + i));
   *reinterpret_cast<uint4*>(y + size_t(p) * H + h) = *reinterpret_cast<uint4*>(v);
-}
-__global__ void combine(const __nv_bfloat16* y, __nv_bfloat16* out) {
-  const int t = blockIdx.y, h = (blockIdx.x * blockDim.x + threadIdx.x) * 8;
-  if (h >= H) return;
-  float s[8] = {};
-  uint4 r[T];
-  for (int j = 0; j < T; ++j) r[j] = __ldcs(reinterpret_cast<const uint4*>(y + (size_t(t) * T + j) * H + h));
-  for (int j = 0; j < T; ++j) {
-    const __nv_bfloat16* b = reinterpret_cast<const __nv_bfloat16*>(&r[j]);
-    for (int i = 0; i < 8; ++i) s[i] += __bfloat162float(b[i]);
-  }
-  __align__(16) __nv_bfloat16 o[8];
-  for (int i = 0; i < 8; ++i) o[i] = __float2bfloat16(s[i]);
-  *reinterpret_cast<uint4*>(out + size_t(t) * H + h) = *reinterpret_cast<uint4*>(o);
 }
 template <int V>
 __global__ void red_acc(const int* order, float* acc) {
@@ -77,18 +52,7 @@ __global__ void convert(const float* acc, __nv_bfloat16* out) {
 }
 
 int main() {
-  std::vector<int> tok_exp(P);  // expert of each pair: slot 8 = shared (32), slots 0..7 distinct of 32
-  std::mt19937 rng(1);
-  for (int t = 0; t < M; ++t) {
-    std::vector<int> e(32);
-    std::iota(e.begin(), e.end(), 0);
-    std::shuffle(e.begin(), e.end(), rng);
-    for (int j = 0; j < 8; ++j) tok_exp[t * T + j] = e[j];
-    tok_exp[t * T + 8] = 32;
-  }
-  std::vector<int> order(P);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return tok_exp[a] < tok_exp[b]; });
+  const std::vector<int> order = pairs_in_expert_order();
   int* d_order;
   __nv_bfloat16 *y, *out;
   float* acc;

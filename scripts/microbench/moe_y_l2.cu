@@ -3,18 +3,7 @@
 // while reading a weight buffer, then the combine reads y by token; L2 policies: default, y stores evict_last,
 // weight loads evict_first, both. Each timed pair runs after a 1 GiB memset (the harness's flush).
 // Build: nvcc -O3 -arch=sm_90a -std=c++17 moe_y_l2.cu -o y_l2
-#include <cuda_runtime.h>
-#include <cuda_bf16.h>
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <numeric>
-#include <random>
-#include <vector>
-
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { std::printf("CUDA %s at %d\n", cudaGetErrorString(e_), __LINE__); std::exit(1); } } while (0)
-
-constexpr int M = 512, T = 9, H = 7168, P = M * T;
+#include "moe_pairs.cuh"
 constexpr size_t kWBytes = size_t(121) << 20;
 
 __device__ __forceinline__ uint64_t policy(bool last, float frac) {
@@ -53,34 +42,9 @@ __global__ void down_like(const int* order, __nv_bfloat16* y, const uint4* wbuf,
   }
   if (a.w == 0x12345678u && b.z == 0x9abcdef0u) atomicAdd(sink, 1u);
 }
-__global__ void combine(const __nv_bfloat16* y, __nv_bfloat16* out) {
-  const int t = blockIdx.y, h = (blockIdx.x * blockDim.x + threadIdx.x) * 8;
-  if (h >= H) return;
-  float s[8] = {};
-  uint4 r[T];
-  for (int j = 0; j < T; ++j) r[j] = __ldcs(reinterpret_cast<const uint4*>(y + (size_t(t) * T + j) * H + h));
-  for (int j = 0; j < T; ++j) {
-    const __nv_bfloat16* b = reinterpret_cast<const __nv_bfloat16*>(&r[j]);
-    for (int i = 0; i < 8; ++i) s[i] += __bfloat162float(b[i]);
-  }
-  __align__(16) __nv_bfloat16 o[8];
-  for (int i = 0; i < 8; ++i) o[i] = __float2bfloat16(s[i]);
-  *reinterpret_cast<uint4*>(out + size_t(t) * H + h) = *reinterpret_cast<uint4*>(o);
-}
 
 int main() {
-  std::vector<int> tok_exp(P);
-  std::mt19937 rng(1);
-  for (int t = 0; t < M; ++t) {
-    std::vector<int> e(32);
-    std::iota(e.begin(), e.end(), 0);
-    std::shuffle(e.begin(), e.end(), rng);
-    for (int j = 0; j < 8; ++j) tok_exp[t * T + j] = e[j];
-    tok_exp[t * T + 8] = 32;
-  }
-  std::vector<int> order(P);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return tok_exp[a] < tok_exp[b]; });
+  const std::vector<int> order = pairs_in_expert_order();
   int* d_order;
   __nv_bfloat16 *y, *out;
   uint4* wbuf;
