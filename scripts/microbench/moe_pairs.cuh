@@ -46,3 +46,19 @@ __global__ void combine(const __nv_bfloat16* y, __nv_bfloat16* out) {
   for (int i = 0; i < 8; ++i) o[i] = __float2bfloat16(s[i]);
   *reinterpret_cast<uint4*>(out + size_t(t) * H + h) = *reinterpret_cast<uint4*>(o);
 }
+
+// The device buffers both benchmarks time: the pair order, y (P rows), out (M rows) and the 1 GiB flush buffer.
+struct PairBuffers {
+  static constexpr size_t kFlush = size_t(1) << 30;
+  int* order = nullptr;
+  __nv_bfloat16 *y = nullptr, *out = nullptr;
+  void* flush = nullptr;
+  PairBuffers() {
+    const std::vector<int> host_order = pairs_in_expert_order();
+    CK(cudaMalloc(&order, P * sizeof(int)));
+    CK(cudaMemcpy(order, host_order.data(), P * sizeof(int), cudaMemcpyHostToDevice));
+    CK(cudaMalloc(&y, size_t(P) * H * 2));
+    CK(cudaMalloc(&out, size_t(M) * H * 2));
+    CK(cudaMalloc(&flush, kFlush));
+  }
+};

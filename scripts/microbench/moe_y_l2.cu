@@ -44,21 +44,16 @@ __global__ void down_like(const int* order, __nv_bfloat16* y, const uint4* wbuf,
 }
 
 int main() {
-  const std::vector<int> order = pairs_in_expert_order();
-  int* d_order;
-  __nv_bfloat16 *y, *out;
+  PairBuffers bufs;
+  int* d_order = bufs.order;
+  __nv_bfloat16 *y = bufs.y, *out = bufs.out;
+  void* flush = bufs.flush;
+  const size_t kFlush = PairBuffers::kFlush;
   uint4* wbuf;
   unsigned* sink;
-  void* flush;
-  const size_t kFlush = size_t(1) << 30;
-  CK(cudaMalloc(&d_order, P * sizeof(int)));
-  CK(cudaMemcpy(d_order, order.data(), P * sizeof(int), cudaMemcpyHostToDevice));
-  CK(cudaMalloc(&y, size_t(P) * H * 2));
-  CK(cudaMalloc(&out, size_t(M) * H * 2));
   CK(cudaMalloc(&wbuf, kWBytes + 64));
   CK(cudaMemset(wbuf, 1, kWBytes + 64));
   CK(cudaMalloc(&sink, 4));
-  CK(cudaMalloc(&flush, kFlush));
   cudaEvent_t e0, e1, e2;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
