@@ -5,7 +5,7 @@
 namespace harness {
 struct BuildInfo {
   std::string version;        // harness version
-  std::string git_commit;     // at configure time
+  std::string git_commit;     // at configure time; "-dirty" appended when the tree had changes then
   std::string backend;        // cpu | cuda | hip
   std::string cxx_compiler;
   std::string gpu_compiler;
