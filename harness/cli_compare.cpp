@@ -16,7 +16,7 @@ struct CompareArgs {
 };
 
 std::string describe(const std::string& ref, const Entry& e) {
-  return ref + " [" + e.variant + ", " + e.device + ", " + (e.commit.empty() ? "?" : e.commit.substr(0, 10)) + "]";
+  return ref + " [" + e.variant + ", " + e.device + ", " + (e.commit.empty() ? "?" : short_commit(e.commit)) + "]";
 }
 
 int compare_command(const CompareArgs& o) {

@@ -49,7 +49,7 @@ std::string render_problem(const json& variants, const std::string& problem) {
   int rank = 0;
   for (const auto& e : ranked)
     rows.push_back({std::to_string(++rank), e.variant, fmt_us(*e.score_ns), percent(geomean_floor(e), *e.score_ns),
-                    e.mode, e.commit.substr(0, 10), e.date});
+                    e.mode, short_commit(e.commit), e.date});
   out += format_table({"#", "variant", "score (us)", "of floor", "mode", "commit", "date"}, rows, TableStyle::plain);
   for (const auto& u : unranked) out += "  " + u + "\n";
   if (ranked.empty()) return out;

@@ -69,6 +69,14 @@ const ShapeEntry* Entry::shape(const std::string& label) const {
 
 // ---------------------------------------------------------------- entry <-> json
 
+std::string short_commit(const std::string& commit, std::size_t digits) {
+  static const std::string kDirty = "-dirty";
+  const bool dirty =
+      commit.size() >= kDirty.size() && commit.compare(commit.size() - kDirty.size(), kDirty.size(), kDirty) == 0;
+  const std::string hash = dirty ? commit.substr(0, commit.size() - kDirty.size()) : commit;
+  return hash.substr(0, digits) + (dirty ? kDirty : "");
+}
+
 json to_json(const Entry& e) {
   json shapes = json::array();
   for (const auto& s : e.shapes) {

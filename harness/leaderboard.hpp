@@ -48,6 +48,10 @@ struct Entry {
   const ShapeEntry* shape(const std::string& label) const;
 };
 
+// An entry's commit for tables: the first `digits` characters of the hash, keeping a "-dirty" suffix (a build from a
+// tree with changes: build_info's git_commit), so a table never shows such a build as the plain commit.
+std::string short_commit(const std::string& commit, std::size_t digits = 10);
+
 nlohmann::json to_json(const Entry& e);
 Entry entry_from_json(const nlohmann::json& j);  // throws LeaderboardError
 

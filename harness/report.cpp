@@ -179,7 +179,7 @@ std::string ranking_table(const std::vector<Series>& series) {
     o << "<tr><td>" << ++rank << "</td><td>" << html_escape(s.name) << "</td><td>"
       << (s.entry.score_ns ? fmt_us(*s.entry.score_ns) : "-") << "</td><td>"
       << (s.entry.score_ns ? pct(floor_gm, *s.entry.score_ns) : "") << "</td><td class=\""
-      << (s.entry.passed ? "ok\">yes" : "bad\">no") << "</td><td>" << html_escape(s.entry.commit.substr(0, 12))
+      << (s.entry.passed ? "ok\">yes" : "bad\">no") << "</td><td>" << html_escape(short_commit(s.entry.commit, 12))
       << "</td><td>" << html_escape(s.entry.date) << "</td></tr>\n";
   }
   o << "</table>\n";

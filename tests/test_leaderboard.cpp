@@ -246,3 +246,13 @@ TEST_CASE("leaderboard: a best is only replaced by a run over at least the same 
   CHECK(lbtest::near(best_score(board, "v1"), 400e3));
   CHECK(count_entries(board) == 4);
 }
+
+TEST_CASE("leaderboard: short_commit keeps a dirty build's mark", "[leaderboard]") {
+  using harness::short_commit;
+  CHECK(short_commit("61bb500ff74a") == "61bb500ff7");
+  CHECK(short_commit("61bb500ff74a-dirty") == "61bb500ff7-dirty");
+  CHECK(short_commit("61bb500ff74a-dirty", 12) == "61bb500ff74a-dirty");
+  CHECK(short_commit("abc") == "abc");
+  CHECK(short_commit("-dirty") == "-dirty");
+  CHECK(short_commit("") == "");
+}
