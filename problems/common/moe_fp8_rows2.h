@@ -39,7 +39,6 @@ __host__ __device__ constexpr int ready_reset(int t, int tiles_max) {
   return MOE_DOWN_QUEUE && t >= tiles_max && t < 2 * tiles_max ? -1 : 0;
 }
 
-
 // A block's tile: its expert, first sorted row and real rows.
 struct TileE {
   int expert, row0, rows;

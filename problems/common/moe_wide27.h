@@ -659,10 +659,8 @@ __device__ inline void down_run(const MoeArgs& a, const Ws& ws, const Tile& tile
     if constexpr (moe_tiled::YStage<C>::value)
       moe_tiled::store_weighted_rows_staged<C>(ix, acc, pair, weight, ws.p.y, H, n0, act + C::BN * I, NCOLS);
     else
-      moe_tiled::store_weighted_rows<C>(ix, acc, pair, weight, ws.p.y, H, n0);
-#else
-    moe_tiled::store_weighted_rows<C>(ix, acc, pair, weight, ws.p.y, H, n0);
 #endif
+      moe_tiled::store_weighted_rows<C>(ix, acc, pair, weight, ws.p.y, H, n0);
     if (__syncthreads_or(bad || any_aflag)) {
 #pragma unroll
       for (int m = 0; m < C::MT; ++m)

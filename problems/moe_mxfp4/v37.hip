@@ -21,11 +21,14 @@ namespace moe_v37 {  // named: a kernel argument type in the file's unnamed name
 struct G27d : moe_w32::G27 {
   static constexpr int DIST = moe_w32::G27::STAGES - 2;
 };
+// The E33 bs128 plan's down configuration: moe_w32::G27, or (v54) G27 without the staged y rows (MOE_Y_STAGED staged
+// both plans' in v51-v52).
 #if defined(MOE_Y_STAGED_PLAN1)
-// v54: the 32-row down of the E33 bs128 plan without the staged y rows (MOE_Y_STAGED staged both plans' in v51-v52).
-struct G27u : moe_w32::G27 {
+struct G27Plan2 : moe_w32::G27 {
   static constexpr bool kYStage = false;
 };
+#else
+using G27Plan2 = moe_w32::G27;
 #endif
 }  // namespace moe_v37
 #endif
@@ -36,13 +39,8 @@ using namespace moe_dispatch;
 using moe_v37::G27d;
 // moe_w32::Path's plans (E257 bs512: 1 gate_up part, down NS 4, 256-thread prologue blocks; E33 bs128: 2 parts, NS 2,
 // 1024 threads) with G27d's gate_up.
-#if defined(MOE_Y_STAGED_PLAN1)
 using Path32 = moe_w32::PathOf<moe_w32::Plan<G27d, moe_w32::G27, 1, 4, 0, V37_FORCE, 256>,
-                               moe_w32::Plan<G27d, moe_v37::G27u, 2, 2, 0, V37_FORCE, 1024>>;
-#else
-using Path32 = moe_w32::PathOf<moe_w32::Plan<G27d, moe_w32::G27, 1, 4, 0, V37_FORCE, 256>,
-                               moe_w32::Plan<G27d, moe_w32::G27, 2, 2, 0, V37_FORCE, 1024>>;
-#endif
+                               moe_w32::Plan<G27d, moe_v37::G27Plan2, 2, 2, 0, V37_FORCE, 1024>>;
 #if V37_FORCE
 using Paths = Dispatch<Or<moe_rows8x::Rows8XPath<>, V20Rows8>, Or<Path32, moe_wide22::Path32>,
                        Or<moe_ws30::PathOf<moe_ws30::G160w, moe_ws30::G160w, V37_FORCE>, V20Rows64>>;

@@ -1,5 +1,5 @@
 // v54 (session 15): v52 with the 32-row down of the E33 bs128 plan writing y as v50 did (4-byte row pairs, no
-// staging: MOE_Y_STAGED_PLAN1, moe_v37::G27u), the staging kept for the E257 bs512 plan and the 64-row path: v51 / v52's
+// staging: MOE_Y_STAGED_PLAN1, moe_v37::G27Plan2), the staging kept for the E257 bs512 plan and the 64-row path: v51 / v52's
 // staging measured -0.4..-1.1% on E257 bs512 and +0.6..+1.5% on E33 bs128. Same bytes as v52. docs/perf.md, section
 // "moe_mxfp4 v51 / v52".
 #define MOE_NEAR_BAND (1u << 12)
