@@ -33,6 +33,10 @@ using G27Plan2 = moe_w32::G27;
 }  // namespace moe_v37
 #endif
 
+#ifndef V37_PATH64  // the 64-row shapes' path (v56: another configuration of it)
+#define V37_PATH64 moe_ws30::Path
+#endif
+
 namespace {
 #if defined(MOE_WG8_HOST)
 using namespace moe_dispatch;
@@ -46,7 +50,7 @@ using Paths = Dispatch<Or<moe_rows8x::Rows8XPath<>, V20Rows8>, Or<Path32, moe_wi
                        Or<moe_ws30::PathOf<moe_ws30::G160w, moe_ws30::G160w, V37_FORCE>, V20Rows64>>;
 #else
 using Paths = Dispatch<Or<moe_r8d::Path<>, Or<moe_rows8x::Rows8XPath<>, V20Rows8>>, Or<Path32, moe_wide22::Path32>,
-                       Or<moe_ws30::Path, V20Rows64>>;
+                       Or<V37_PATH64, V20Rows64>>;
 #endif
 #else
 using Paths = moe_dispatch::Dispatch<void, void, void>;  // AMD: v11's dispatch
