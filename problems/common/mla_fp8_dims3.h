@@ -107,10 +107,6 @@ __device__ inline void bulk_copy_hint(uint32_t dst, const void* src, uint32_t by
       "l"(src), "r"(bytes), "r"(bar), "l"(pol)
       : "memory");
 }
-// An L2 prefetch of bytes (a multiple of 16) at src with an L2 policy (mla_dims5's fPf2 / fPf4).
-__device__ inline void prefetch_l2_hint(const void* src, uint32_t bytes, uint64_t pol) {
-  asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;\n" ::"l"(src), "r"(bytes), "l"(pol) : "memory");
-}
 __device__ inline void mma_f16acc(uint32_t (&c)[2], const mma::FragA& a, uint32_t b0, uint32_t b1) {
   asm("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%0,%1};\n"
       : "+r"(c[0]), "+r"(c[1])

@@ -42,10 +42,6 @@ constexpr int fDir = 16, fMg = 256, fHp = 512;
 // barrier), counts in and polls with acquire loads; a block barrier; no fences by the other threads (v25: a
 // fence by every thread before the first barrier and after the second). bs 32 / kv 8192: -0.3 us.
 constexpr int fLf = 1024;
-// fPf2 / fPf4 (session 16): at the block's start thread 0 also asks L2 for the 2 / 4 tiles after the ring's first S
-// (cp.async.bulk.prefetch.L2, evict_first as the copies), so the DRAM keeps busy while the first tiles are computed
-// and the ring's refills then hit L2.
-constexpr int fPf2 = 2048, fPf4 = 4096;
 
 constexpr int kMaxMgBatches = 1024;  // fMg's counters
 
@@ -60,8 +56,7 @@ template <int S, int OPT, int R, int F>
 __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     mla_fp8_dims5_kernel(MlaDecodeArgs a, int tokens_per_split, int splits, Partials part, int b0, int nb, int ns) {
 #if defined(MLA_DIMS_SM90)
-  static_assert((F & fDir) != 0 && (F & ~(fDir | fMg | fHp | fLf | fPf2 | fPf4)) == 0,
-                "F: fDir, optionally with fMg (and fHp, fLf), fPf2 / fPf4");
+  static_assert((F & fDir) != 0 && (F & ~(fDir | fMg | fHp | fLf)) == 0, "F: fDir, optionally with fMg (and fHp, fLf)");
   static_assert((F & fLf) == 0 || (F & fMg) != 0, "fLf: the in-kernel merge's arrival");
   static_assert((F & fHp) == 0 || (F & fMg) != 0, "fHp: f16 partials are merged in the kernel only");
   constexpr int D3 = OPT & kD3Bits;
@@ -164,14 +159,6 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     if (first_item < n_items) p_span = span(first_item);
     if constexpr (QP) issue_q(0);
     for (int s = 0; s < S; ++s) issue_next();
-    if constexpr ((F & (fPf2 | fPf4)) != 0) {
-      constexpr int kPf = (F & fPf4) ? 4 : 2;
-      for (int k = 0; k < kPf && p_item < n_items && p_tile + k < p_span.n_tiles; ++k) {
-        const int tile = p_tile + k, valid = min(kT, p_span.n_tokens - tile * kT);
-        mla_dims3::prefetch_l2_hint(a.kv_fp8 + (p_span.t0 + int64_t(tile) * kT) * kDimQK, uint32_t(valid * kDimQK),
-                                    pol);
-      }
-    }
   }
 
   const float kv_scale = *a.kv_fp8_scale;
@@ -443,8 +430,7 @@ struct K5 {
 // straight from the accumulators, then (MG) merged in the kernel when every block has one item (cooperative
 // launch, mla_dims3's kMG, fMg; HP: as f16, fHp), else v22's combine kernel.
 // XF: further flags of the merging launch (fLf).
-// XD: further flags of the launch without the merge (fPf2 / fPf4).
-template <int S, int OPT, int R = 2, bool MG = false, bool HP = false, int XF = 0, int XD = 0>
+template <int S, int OPT, int R = 2, bool MG = false, bool HP = false, int XF = 0>
 struct DirPath {
   static SplitPlan plan(const MlaDecodeConfig& c) {
     return plan_splits(c.batch_size, c.kv_seq_len, current_device_shape().compute_units, 1, kT, 128);
@@ -470,7 +456,7 @@ struct DirPath {
       K5<S, OPT, R, fDir | fMg | (HP ? fHp : 0) | XF>::run(a, grid, pl.tokens_per_split, pl.splits, part, 0,
                                                       a.cfg.batch_size, "mla_fp8_dims5_kernel<direct, merge>", true);
     else
-      K5<S, OPT, R, fDir | XD>::run(a, grid, pl.tokens_per_split, pl.splits, part, 0, a.cfg.batch_size,
+      K5<S, OPT, R, fDir>::run(a, grid, pl.tokens_per_split, pl.splits, part, 0, a.cfg.batch_size,
                                "mla_fp8_dims5_kernel<direct>", false);
     if (pl.splits > 1 && !mg) {
       mla_dims::combine_splits_wide_kernel<<<a.cfg.batch_size * kHeads, kDimV / 4>>>(part, pl.splits, a.out);

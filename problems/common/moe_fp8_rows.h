@@ -349,14 +349,10 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
   // Activation chunk i = tid + n kThreads: row c = (i / (8 kXChunks)) 8 + i % 8, chunk ch = (i / 8) % kXChunks.
   auto xrow_of = [&](int i) { return (i / (8 * C::kXChunks)) * 8 + i % 8; };
   auto xch_of = [&](int i) { return (i / 8) % C::kXChunks; };
-  // Copy n of every thread is a real chunk (known at compile time), else only where i < BN kXChunks (a partial last
-  // copy: moe_fp8r2's BN 160 at 512 threads).
-  constexpr int kXTotal = C::BN * C::kXChunks;
-  auto x_whole = [](int n) { return (n + 1) * C::kThreads <= kXTotal; };
 #pragma unroll
   for (int n = 0; n < C::kXPer; ++n) {
     const int i = tid + n * C::kThreads;
-    xoff[n] = x_whole(n) || i < kXTotal ? xoff_row[xrow_of(i)] + uint32_t(xch_of(i)) * 16u : 0u;
+    xoff[n] = xoff_row[xrow_of(i)] + uint32_t(xch_of(i)) * 16u;
   }
 
   // Copies of a stage: W (kWPer), X (kXPer, rows < NCOLS), S (1), in KS portions (P < 0: all).
@@ -376,7 +372,7 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
     for (int n = 0; n < C::kXPer; ++n) {
       if (P >= 0 && (C::kWPer + n) / kPortion != P) continue;
       const int i = tid + n * C::kThreads, c = xrow_of(i);
-      if ((NCOLS == C::BN && x_whole(n)) || c < NCOLS)  // rows c >= BN (i >= kXTotal) fail c < NCOLS
+      if (NCOLS == C::BN || c < NCOLS)
         cp_async<16>(st + C::kX + (c / 8) * C::kSBO + xch_of(i) * 128 + (c % 8) * 16, xb + xoff[n]);
     }
     if ((P < 0 || (C::kWPer + C::kXPer) / kPortion == P) && (C::BM == C::kThreads || tid < C::BM))

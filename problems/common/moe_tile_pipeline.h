@@ -460,9 +460,6 @@ template <class C>
 constexpr int y_stage_bytes() {
   return YStage<C>::value ? C::BN * (C::BM / 2 + 4) * 4 : 0;
 }
-#ifndef MOE_Y_COPY_UNROLL  // v55: pieces a thread of the staged copy-out loads before its stores (0 / 1: one at a time)
-#define MOE_Y_COPY_UNROLL 0
-#endif
 #if defined(MOE_Y_STAGED)
 // store_weighted_row_pairs' words (the same exchange, the same cvt.rn of weight[c] * acc) written to shared memory
 // as [column][row pair] first, then copied to y one whole column (BM bf16 = BM * 2 bytes) a warp at a time in 16-byte
@@ -503,33 +500,12 @@ __device__ __forceinline__ void store_weighted_rows_staged(const IX& ix, const f
       }
   }
   __syncthreads();
-#if MOE_Y_COPY_UNROLL > 1
-  // v55: U pieces a thread read from shared memory (and their pairs) before any of their stores, so a thread's shared
-  // loads overlap instead of each waiting behind the previous piece's store.
-  constexpr int U = MOE_Y_COPY_UNROLL;
-  const int total = ncols * kVecs;
-  for (int base = threadIdx.x; base < total; base += U * C::kThreads) {
-    uint4 v[U];
-    int p[U], q[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int idx = base + u * C::kThreads, c = idx / kVecs;
-      q[u] = idx % kVecs;
-      p[u] = idx < total ? pair[c] : -1;
-      if (p[u] >= 0) v[u] = *reinterpret_cast<const uint4*>(st + c * kStride + 4 * q[u]);
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (p[u] >= 0) *reinterpret_cast<uint4*>(y + int64_t(p[u]) * H + n0 + 8 * q[u]) = v[u];
-  }
-#else
   for (int idx = threadIdx.x; idx < ncols * kVecs; idx += C::kThreads) {
     const int c = idx / kVecs, q = idx % kVecs, p = pair[c];
     if (p < 0) continue;
     const uint4 v = *reinterpret_cast<const uint4*>(st + c * kStride + 4 * q);
     *reinterpret_cast<uint4*>(y + int64_t(p) * H + n0 + 8 * q) = v;
   }
-#endif
 }
 #endif
 

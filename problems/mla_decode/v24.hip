@@ -27,9 +27,6 @@
 #ifndef MLA_V24_XF  // further flags of the 32-tile path's merging launch (v26: mla_dims5::fLf)
 #define MLA_V24_XF 0
 #endif
-#ifndef MLA_V24_XD  // further flags of its launch without the merge (v27: mla_dims5::fPf2)
-#define MLA_V24_XD 0
-#endif
 
 namespace {
 
@@ -45,7 +42,7 @@ constexpr int kOptN = d::kEF | d::kF16P;  // several: v16's pull epilogue (as v2
 using Small = d::SmallPath<2, 3, kOpt1, kOptN>;
 using Clustered = mla_dims4::ClusterPath<MLA_V24_S_CL, mla_dims4::kF16P | mla_dims4::kQP | mla_dims4::kEF, 2>;  // v23's
 using Direct = mla_dims5::DirPath<MLA_V24_S, mla_dims5::kF16P | mla_dims5::kQP | mla_dims5::kEF, 2, true,
-                                  MLA_F16_PARTIALS, MLA_V24_XF, MLA_V24_XD>;
+                                  MLA_F16_PARTIALS, MLA_V24_XF>;
 using Large = mla_dims3::Dims3<3, mla_dims3::kF16P | mla_dims3::kQP | mla_dims3::kEF, 2>;  // v22's
 int pick(const MlaDecodeConfig& c) {
   if (Small::applies(c)) return 0;
