@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Summarises an Nsight Compute SASS source page (`ncu --page source --print-source sass --csv`, as
 scripts/device_profile.sh writes it) per kernel: executed warp instructions by opcode, warp-stall
-samples by reason, and the instructions with the most stall samples.
-Usage: ncu_sass_summary.py FILE.sass.csv [--kernel REGEX] [--top N]"""
+samples by reason, and the instructions with the most stall samples; with --loops N, the N loops (address ranges
+closed by a backward branch) with the most samples: their share, instructions an iteration, stall reasons and
+hottest instructions.
+Usage: ncu_sass_summary.py FILE.sass.csv [--kernel REGEX] [--top N] [--loops N]"""
 import argparse
 import collections
 import csv
@@ -38,6 +40,7 @@ def main():
     ap.add_argument("file")
     ap.add_argument("--kernel", default=".")
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--loops", type=int, default=0)
     o = ap.parse_args()
     seen = set()
     for name, h, rows in sections(o.file):
@@ -70,6 +73,44 @@ def main():
                               if c.startswith("stall_") and "Not Issued" not in c), reverse=True)[:2]
             print(f"   {num(r[ix['Warp Stall Sampling (All Samples)']]) / samples:6.1%} {r[ix['Address']][-5:]} "
                   f"{r[ix['Source']].strip()[:60]:60} " + " ".join(f"{c}:{v:.0f}" for v, c in reasons if v))
+        if o.loops:
+            print_loops(rows, ix, samples, o.loops)
+
+
+def loops_of(rows, ix):
+    """(first, last) row indices of every range closed by a backward branch (BRA to an address at or before it)."""
+    addr = [int(r[ix["Address"]], 16) for r in rows]
+    row_at = {a: i for i, a in enumerate(addr)}
+    found = set()
+    for i, r in enumerate(rows):
+        m = re.search(r"\bBRA(?:\.\w+)*\s+(0x[0-9a-fA-F]+)", r[ix["Source"]])
+        taken = num(r[ix["Instructions Executed"]]) > 0  # (never-executed branches: divergence paths' jumps)
+        if m and taken and int(m.group(1), 16) <= addr[i] and int(m.group(1), 16) in row_at:
+            found.add((row_at[int(m.group(1), 16)], i))
+    return sorted(found)
+
+
+def print_loops(rows, ix, samples, n):
+    key = "Warp Stall Sampling (All Samples)"
+    stall_cols = [(c, i) for c, i in ix.items() if c.startswith("stall_") and "Not Issued" not in c]
+    ranked = []
+    for first, last in loops_of(rows, ix):
+        body = rows[first:last + 1]
+        ranked.append((sum(num(r[ix[key]]) for r in body), first, last, body))
+    ranked.sort(key=lambda t: -t[0])
+    for total, first, last, body in ranked[:n]:
+        trips = num(rows[last][ix["Instructions Executed"]])
+        inst = sum(num(r[ix["Instructions Executed"]]) for r in body)
+        reasons = collections.Counter()
+        for r in body:
+            for c, i in stall_cols:
+                reasons[c[6:]] += num(r[i])
+        rs = sum(reasons.values()) or 1
+        print(f"   loop {rows[first][ix['Address']][-5:]}..{rows[last][ix['Address']][-5:]}: {total / samples:.1%} of the "
+              f"samples, {inst / trips:.0f} warp instructions an iteration ({trips:,.0f} iterations); "
+              + ", ".join(f"{k} {v / rs:.0%}" for k, v in reasons.most_common(4)))
+        for r in sorted(body, key=lambda r: -num(r[ix[key]]))[:6]:
+            print(f"      {num(r[ix[key]]) / (total or 1):6.1%} {r[ix['Address']][-5:]} {r[ix['Source']].strip()[:60]}")
 
 
 if __name__ == "__main__":
