@@ -290,18 +290,9 @@ struct LoopDist<C, std::void_t<decltype(C::DIST)>> {
   static constexpr int value = C::DIST;
 };
 
-// A configuration's member EF alone (v58: the weight copies with an L2 evict_first policy) turns on only that.
-template <class C, class = void>
-struct LoopEF {
-  static constexpr bool value = false;
-};
-template <class C>
-struct LoopEF<C, std::void_t<decltype(C::EF)>> {
-  static constexpr bool value = C::EF;
-};
 template <class C, class = void>
 struct LoopOpts {
-  static constexpr bool EF = LoopEF<C>::value, kNoBranch = false, kClampNext = false;
+  static constexpr bool EF = false, kNoBranch = false, kClampNext = false;
 };
 template <class C>
 struct LoopOpts<C, std::void_t<decltype(C::kNoBranch)>> {
