@@ -33,6 +33,13 @@ using G27Plan2 = moe_w32::G27;
 }  // namespace moe_v37
 #endif
 
+#ifndef V37_PATH64  // the 64-row shapes' path and its forced fix-up form (v58: other configurations of it)
+#define V37_PATH64 moe_ws30::Path
+#endif
+#ifndef V37_PATH64F
+#define V37_PATH64F moe_ws30::PathOf<moe_ws30::G160w, moe_ws30::G160w, V37_FORCE>
+#endif
+
 namespace {
 #if defined(MOE_WG8_HOST)
 using namespace moe_dispatch;
@@ -43,10 +50,10 @@ using Path32 = moe_w32::PathOf<moe_w32::Plan<G27d, moe_w32::G27, 1, 4, 0, V37_FO
                                moe_w32::Plan<G27d, moe_v37::G27Plan2, 2, 2, 0, V37_FORCE, 1024>>;
 #if V37_FORCE
 using Paths = Dispatch<Or<moe_rows8x::Rows8XPath<>, V20Rows8>, Or<Path32, moe_wide22::Path32>,
-                       Or<moe_ws30::PathOf<moe_ws30::G160w, moe_ws30::G160w, V37_FORCE>, V20Rows64>>;
+                       Or<V37_PATH64F, V20Rows64>>;
 #else
 using Paths = Dispatch<Or<moe_r8d::Path<>, Or<moe_rows8x::Rows8XPath<>, V20Rows8>>, Or<Path32, moe_wide22::Path32>,
-                       Or<moe_ws30::Path, V20Rows64>>;
+                       Or<V37_PATH64, V20Rows64>>;
 #endif
 #else
 using Paths = moe_dispatch::Dispatch<void, void, void>;  // AMD: v11's dispatch
