@@ -157,7 +157,7 @@ __global__ __launch_bounds__(kThreads, MINB) void gate_up_r8d(MoeArgs a, Workspa
     const uint8_t* wb = wbase + kb0 * 256;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      moe_tile::cp_async<16>(st + C::kW + j * KS * 256 + tid * 16, wb + woff[j]);
+      moe_tile::cp_async_w<16>(st + C::kW + j * KS * 256 + tid * 16, wb + woff[j]);
     }
     if (tid < 64) moe_tile::cp_async<KS>(st + C::kWs + tid * KS, sbase + soff + kb0);
   };

@@ -382,7 +382,7 @@ __global__ __launch_bounds__(kThreads, C::kMinBlocks) void down_dyn(MoeArgs a, W
 #pragma unroll
     for (int j = 0; j < kWPer; ++j) {
       const int i = tid + kThreads * j, r = i / (C::KS * 16), ch = i % (C::KS * 16);
-      moe_tile::cp_async<16>(st + C::kW + r * C::KS * 256 + ch * 16, wb + woff[j]);
+      moe_tile::cp_async_w<16>(st + C::kW + r * C::KS * 256 + ch * 16, wb + woff[j]);
     }
     const uint8_t* sb = sglob + (int64_t(uint32_t(it.y)) << 4) + kb0;
 #pragma unroll

@@ -179,6 +179,26 @@ __device__ inline void cp_async(void* smem_dst, const void* gmem_src) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(d), "l"(gmem_src), "n"(N) : "memory");
 #endif
 }
+#ifndef MOE_W_EF  // v59: the weight copies of the 8-, 32- and 64-row paths with an L2 evict_first policy
+#define MOE_W_EF 0
+#endif
+// A weight copy (cp_async, or with MOE_W_EF an L2 evict_first one: the weights are read once a call, so their lines
+// should be the first to go, not the cache flush's dirty lines or the y rows the combine reads next). The policy is
+// the constant createpolicy.fractional.L2::evict_first would give: ptxas 13.x can drop a createpolicy whose only users
+// are cp.async cache hints and leave the copy reading an unset descriptor (an illegal instruction at run time).
+template <int N>
+__device__ inline void cp_async_w(void* smem_dst, const void* gmem_src) {
+#if MOE_W_EF && defined(__CUDA_ARCH__)
+  if constexpr (N == 16) {
+    const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem_src),
+                 "l"(0x12F0000000000000ull)
+                 : "memory");
+    return;
+  }
+#endif
+  cp_async<N>(smem_dst, gmem_src);
+}
 __device__ inline void cp_commit() {
 #if defined(__CUDA_ARCH__)
   asm volatile("cp.async.commit_group;\n" ::: "memory");
