@@ -20,12 +20,12 @@ namespace moe_v37 {  // named: a kernel argument type in the file's unnamed name
 // moe_wide27's 32-row configuration with the copy distance of moe_fp8r::LoopDist.
 struct G27d : moe_w32::G27 {
   static constexpr int DIST = moe_w32::G27::STAGES - 2;
-#if MOE_W_EF
+#if MOE_W_EF & 2
   static constexpr bool EF = true;  // v59
 #endif
 };
-// The 32-row downs' configuration: moe_w32::G27, or (v59, MOE_W_EF) G27 with evict_first weight copies.
-#if MOE_W_EF
+// The 32-row downs' configuration: moe_w32::G27, or (v59, MOE_W_EF & 2) G27 with evict_first weight copies.
+#if MOE_W_EF & 2
 struct G27Down : moe_w32::G27 {
   static constexpr bool EF = true;
 };
@@ -44,7 +44,7 @@ using G27Plan2 = G27Down;
 }  // namespace moe_v37
 #endif
 
-#if MOE_W_EF  // the 64-row path's configuration (v59: with evict_first weight copies)
+#if MOE_W_EF & 4  // the 64-row path's configuration (v59: with evict_first weight copies)
 #define V37_G64 moe_ws30::G160wEF
 #else
 #define V37_G64 moe_ws30::G160w
