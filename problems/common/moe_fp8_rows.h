@@ -290,18 +290,9 @@ struct LoopDist<C, std::void_t<decltype(C::DIST)>> {
   static constexpr int value = C::DIST;
 };
 
-// A configuration's member EF alone (v58: the weight copies with an L2 evict_first policy) turns on only that.
-template <class C, class = void>
-struct LoopEF {
-  static constexpr bool value = false;
-};
-template <class C>
-struct LoopEF<C, std::void_t<decltype(C::EF)>> {
-  static constexpr bool value = C::EF;
-};
 template <class C, class = void>
 struct LoopOpts {
-  static constexpr bool EF = LoopEF<C>::value, kNoBranch = false, kClampNext = false;
+  static constexpr bool EF = false, kNoBranch = false, kClampNext = false;
 };
 template <class C>
 struct LoopOpts<C, std::void_t<decltype(C::kNoBranch)>> {
@@ -313,13 +304,11 @@ __device__ inline uint64_t policy_evict_first() {
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
   return p;
 }
-// The evict_first policy as a constant (the 64-bit encoding createpolicy.fractional.L2::evict_first with fraction 1.0
-// gives; CUTLASS names it CacheHintSm90::EVICT_FIRST): ptxas 13.x can drop a createpolicy whose only users are
-// cp.async ... L2::cache_hint and leave the LDGSTS reading an unset descriptor register (an illegal instruction at run
-// time; fixed in later ptxas), which is how v58 / session 7's EF forms stopped.
-__device__ inline uint64_t policy_evict_first_const() { return 0x12F0000000000000ull; }
 // Ran in moe_wide27 (v27e: no gain); the same instruction stopped moe_rows8x's kernels with an illegal instruction
-// (docs/perf.md, sections "moe_mxfp4 v27" and "moe_mxfp4 v26"). No committed variant sets EF.
+// (docs/perf.md, sections "moe_mxfp4 v27" and "moe_mxfp4 v26"). No committed variant sets EF. Session 16: a known
+// ptxas 13.x fault (fixed in later ptxas) can leave an LDGSTS with a cache hint reading an unset descriptor register;
+// with the policy as a constant or loaded from memory the 64-row kernels ran (-0.3..-0.6%) but the 8- and 32-row
+// kernels still stopped (docs/perf.md, "Session 16", calls 7-10).
 __device__ inline void cp_async16_ef(void* smem_dst, const void* gmem_src, uint64_t pol) {
   const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
   asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem_src), "l"(pol)
@@ -349,7 +338,7 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
   const int nk = KBp / C::KS;
   using O = LoopOpts<C>;
   uint64_t pol = 0;
-  if constexpr (O::EF) pol = policy_evict_first_const();
+  if constexpr (O::EF) pol = policy_evict_first();
   const uint32_t rg_bytes = uint32_t(KB) * 256u;
 
   uint32_t woff[C::kWPer], xoff[C::kXPer];

@@ -374,7 +374,6 @@ __global__ __launch_bounds__(kThreads, C::kMinBlocks) void down_dyn(MoeArgs a, W
   const uint8_t* sglob = a.down_weight_scale;
 
   auto valid = [&](int j) { return tile_s[j & 3] >= 0; };
-  const uint64_t wpol = moe_tile::w_policy();  // v59 (MOE_W_EF): the weight copies' L2 policy
   auto load_w = [&](int g) {
     const int slot = g % C::STAGES, kb0 = (g % nk) * C::KS;
     const int4 it = info[(g / nk) & 3];
@@ -383,7 +382,7 @@ __global__ __launch_bounds__(kThreads, C::kMinBlocks) void down_dyn(MoeArgs a, W
 #pragma unroll
     for (int j = 0; j < kWPer; ++j) {
       const int i = tid + kThreads * j, r = i / (C::KS * 16), ch = i % (C::KS * 16);
-      moe_tile::cp_async_w<16>(st + C::kW + r * C::KS * 256 + ch * 16, wb + woff[j], wpol);
+      moe_tile::cp_async<16>(st + C::kW + r * C::KS * 256 + ch * 16, wb + woff[j]);
     }
     const uint8_t* sb = sglob + (int64_t(uint32_t(it.y)) << 4) + kb0;
 #pragma unroll

@@ -179,38 +179,6 @@ __device__ inline void cp_async(void* smem_dst, const void* gmem_src) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(d), "l"(gmem_src), "n"(N) : "memory");
 #endif
 }
-#ifndef MOE_W_EF  // v59: weight copies with an L2 evict_first policy; bits: 1 the 8-row chain, 2 the 32-row, 4 the 64-row path
-#define MOE_W_EF 0
-#endif
-#if MOE_W_EF & 1
-// The evict_first policy (the constant createpolicy.fractional.L2::evict_first with fraction 1.0 gives), read from
-// memory at run time: ptxas 13.x can drop a createpolicy whose only users are cp.async cache hints, and with an
-// immediate policy the 8-row kernels still stopped with an illegal instruction (session 16, call 9).
-__device__ uint64_t g_w_policy = 0x12F0000000000000ull;
-#endif
-// The weight copies' L2 policy (0 where MOE_W_EF's 8-row bit is off: cp_async_w then issues a plain cp_async).
-__device__ inline uint64_t w_policy() {
-#if (MOE_W_EF & 1) && defined(__CUDA_ARCH__)
-  return *static_cast<volatile const uint64_t*>(&g_w_policy);
-#else
-  return 0;
-#endif
-}
-// A weight copy of the 8-row chain: cp_async, or (MOE_W_EF & 1) an L2 evict_first one with w_policy()'s value: the
-// weights are read once a call, so their lines should be the first to go, not the cache flush's dirty lines.
-template <int N>
-__device__ inline void cp_async_w(void* smem_dst, const void* gmem_src, uint64_t pol) {
-#if (MOE_W_EF & 1) && defined(__CUDA_ARCH__)
-  if constexpr (N == 16) {
-    const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
-    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem_src), "l"(pol)
-                 : "memory");
-    return;
-  }
-#endif
-  (void)pol;
-  cp_async<N>(smem_dst, gmem_src);
-}
 __device__ inline void cp_commit() {
 #if defined(__CUDA_ARCH__)
   asm volatile("cp.async.commit_group;\n" ::: "memory");

@@ -469,7 +469,7 @@ __device__ inline void down_run(const MoeArgs& a, const Ws& ws, const Tile& tile
   uint8_t* act = smem + L::kPipeBytes;
   const uint32_t sbo = uint32_t(I) * 8u;  // bytes between 8-row core-matrix groups of act
   uint64_t pol = 0;
-  if constexpr (C::EF) pol = moe_fp8r::policy_evict_first_const();
+  if constexpr (C::EF) pol = moe_fp8r::policy_evict_first();
 
   uint32_t woff[C::kWPer];
 #pragma unroll

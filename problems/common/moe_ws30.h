@@ -36,12 +36,6 @@ using PathOf = moe_fp8r2::PathOf<A, B, true, FORCE == 0, FORCE>;
 // measured the same at d_expert 2048 and 1% slower at 512), the weight words one k-block ahead (v29's G160s otherwise).
 using G160w = Cfg<8, 2, 4, 4, true, 160>;
 using Path = PathOf<G160w, G160w>;
-// v58: G160w with its weight copies under an L2 evict_first policy (moe_fp8r::LoopEF): the weights are read once, so
-// they should give way first, to the flush's dirty lines (fewer write-backs) and to the down's y rows (which the
-// combine reads next).
-struct G160wEF : G160w {
-  static constexpr bool EF = true;
-};
 #endif  // MOE_WG8_HOST
 
 }  // namespace

@@ -20,34 +20,17 @@ namespace moe_v37 {  // named: a kernel argument type in the file's unnamed name
 // moe_wide27's 32-row configuration with the copy distance of moe_fp8r::LoopDist.
 struct G27d : moe_w32::G27 {
   static constexpr int DIST = moe_w32::G27::STAGES - 2;
-#if MOE_W_EF & 2
-  static constexpr bool EF = true;  // v59
-#endif
 };
-// The 32-row downs' configuration: moe_w32::G27, or (v59, MOE_W_EF & 2) G27 with evict_first weight copies.
-#if MOE_W_EF & 2
-struct G27Down : moe_w32::G27 {
-  static constexpr bool EF = true;
-};
-#else
-using G27Down = moe_w32::G27;
-#endif
 // The E33 bs128 plan's down configuration: moe_w32::G27, or (v54) G27 without the staged y rows (MOE_Y_STAGED staged
 // both plans' in v51-v52).
 #if defined(MOE_Y_STAGED_PLAN1)
-struct G27Plan2 : G27Down {
+struct G27Plan2 : moe_w32::G27 {
   static constexpr bool kYStage = false;
 };
 #else
-using G27Plan2 = G27Down;
+using G27Plan2 = moe_w32::G27;
 #endif
 }  // namespace moe_v37
-#endif
-
-#if MOE_W_EF & 4  // the 64-row path's configuration (v59: with evict_first weight copies)
-#define V37_G64 moe_ws30::G160wEF
-#else
-#define V37_G64 moe_ws30::G160w
 #endif
 
 namespace {
@@ -56,14 +39,14 @@ using namespace moe_dispatch;
 using moe_v37::G27d;
 // moe_w32::Path's plans (E257 bs512: 1 gate_up part, down NS 4, 256-thread prologue blocks; E33 bs128: 2 parts, NS 2,
 // 1024 threads) with G27d's gate_up.
-using Path32 = moe_w32::PathOf<moe_w32::Plan<G27d, moe_v37::G27Down, 1, 4, 0, V37_FORCE, 256>,
+using Path32 = moe_w32::PathOf<moe_w32::Plan<G27d, moe_w32::G27, 1, 4, 0, V37_FORCE, 256>,
                                moe_w32::Plan<G27d, moe_v37::G27Plan2, 2, 2, 0, V37_FORCE, 1024>>;
 #if V37_FORCE
 using Paths = Dispatch<Or<moe_rows8x::Rows8XPath<>, V20Rows8>, Or<Path32, moe_wide22::Path32>,
-                       Or<moe_ws30::PathOf<V37_G64, V37_G64, V37_FORCE>, V20Rows64>>;
+                       Or<moe_ws30::PathOf<moe_ws30::G160w, moe_ws30::G160w, V37_FORCE>, V20Rows64>>;
 #else
 using Paths = Dispatch<Or<moe_r8d::Path<>, Or<moe_rows8x::Rows8XPath<>, V20Rows8>>, Or<Path32, moe_wide22::Path32>,
-                       Or<moe_ws30::PathOf<V37_G64, V37_G64>, V20Rows64>>;
+                       Or<moe_ws30::Path, V20Rows64>>;
 #endif
 #else
 using Paths = moe_dispatch::Dispatch<void, void, void>;  // AMD: v11's dispatch
