@@ -39,35 +39,6 @@ using moe_rows8x::prmt;
 
 constexpr int kMaxE = 512;  // LR: experts counted in shared memory
 
-#ifndef MOE_R8_BULKW  // v60: gate_up_r8d's weight stages by bulk copies onto mbarriers (1: with an L2 evict_first policy,
-#define MOE_R8_BULKW 0  // 2: without a policy)
-#endif
-#if MOE_R8_BULKW && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-// One weight chunk (bytes, a multiple of 16) into shared memory by the copy engine, completing on mbarrier bar;
-// with MOE_R8_BULKW 1 under an L2 evict_first policy (the weights are read once a call: their lines should leave L2
-// before the cache flush's dirty lines do, which then need no write-back).
-__device__ inline void bulk_weights(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar, uint64_t pol) {
-  if constexpr (MOE_R8_BULKW == 1)
-    asm volatile(
-        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(dst),
-        "l"(src), "r"(bytes), "r"(bar), "l"(pol)
-        : "memory");
-  else
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-                 "l"(src), "r"(bytes), "r"(bar)
-                 : "memory");
-}
-__device__ inline void bar_wait_parity(uint32_t bar, uint32_t parity) {
-  uint32_t done = 0;
-  while (!done)
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-}
-#endif
-
 __device__ inline void prefetch_l2(const void* p, uint32_t bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
@@ -170,16 +141,6 @@ __global__ __launch_bounds__(kThreads, MINB) void gate_up_r8d(MoeArgs a, Workspa
   if (tile_sh.x < 0) return;
   const Tile tile{tile_sh.x, tile_sh.y};
   for (int i = tid; i < C::BM / 16; i += kThreads) rg[i] = (i < kHalf / 16 ? n0 : I + n0 - kHalf) / 16 + i;
-#if MOE_R8_BULKW && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  __shared__ __align__(8) uint64_t wbar[C::ST];  // v60: the weight stages' mbarriers
-  const uint32_t wbar0 = static_cast<uint32_t>(__cvta_generic_to_shared(wbar));
-  uint64_t wpol = 0;
-  if (tid == 0) {
-    for (int s = 0; s < C::ST; ++s) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(wbar0 + 8 * s) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    if constexpr (MOE_R8_BULKW == 1) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(wpol));
-  }
-#endif
   __syncthreads();
   const uint8_t* wbase = a.gate_up_weight_shuffled + int64_t(tile.expert) * 2 * I * (H / 2);
   const uint8_t* sbase = a.gate_up_weight_scale + int64_t(tile.expert) * 2 * I * KB;
@@ -194,21 +155,10 @@ __global__ __launch_bounds__(kThreads, MINB) void gate_up_r8d(MoeArgs a, Workspa
   auto load_w = [&](int slot, int kb0) {
     uint8_t* st = smem + slot * C::kStageBytes;
     const uint8_t* wb = wbase + kb0 * 256;
-#if MOE_R8_BULKW && __CUDA_ARCH__ >= 900
-    static_assert(kThreads * 16 == KS * 256, "a row group's stage is one contiguous chunk");
-    if (tid == 0) {  // the 4 row groups' chunks (KS x 256 bytes each, contiguous in the shuffled layout)
-      const uint32_t bar = wbar0 + 8 * slot, dst = static_cast<uint32_t>(__cvta_generic_to_shared(st + C::kW));
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(uint32_t(4 * KS * 256))
-                   : "memory");
-#pragma unroll
-      for (int j = 0; j < 4; ++j) bulk_weights(dst + j * KS * 256, wb + woff[j] - tid * 16, KS * 256, bar, wpol);
-    }
-#else
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       moe_tile::cp_async<16>(st + C::kW + j * KS * 256 + tid * 16, wb + woff[j]);
     }
-#endif
     if (tid < 64) moe_tile::cp_async<KS>(st + C::kWs + tid * KS, sbase + soff + kb0);
   };
   auto prefetch_w = [&](int kb0) {  // one stage's 4 row-group chunks into L2
@@ -333,9 +283,6 @@ __global__ __launch_bounds__(kThreads, MINB) void gate_up_r8d(MoeArgs a, Workspa
     }
     if (PF > 0 && next + PF < nk) prefetch_w((next + PF) * KS);
     moe_tile::cp_commit();
-#if MOE_R8_BULKW && __CUDA_ARCH__ >= 900
-    bar_wait_parity(wbar0 + 8 * (ks % C::ST), uint32_t(ks / C::ST) & 1u);  // stage ks's weight chunks
-#endif
     compute(ks % C::ST);
   }
   moe_tile::cp_wait<0>();
