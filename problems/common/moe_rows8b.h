@@ -382,10 +382,8 @@ __global__ __launch_bounds__(kThreads, C::kMinBlocks) void down_dyn(MoeArgs a, W
   const uint8_t* sglob = a.down_weight_scale;
 
   auto valid = [&](int j) { return tile_s[j & 3] >= 0; };
-#if MOE_W_EF
-  const uint64_t wpol = sy.wpol;  // v61
-#else
-  const uint64_t wpol = 0;
+#if MOE_W_EF & 2
+  const uint64_t wpol = sy.wpol;  // v61 (MOE_W_EF 3)
 #endif
   auto load_w = [&](int g) {
     const int slot = g % C::STAGES, kb0 = (g % nk) * C::KS;
@@ -395,7 +393,11 @@ __global__ __launch_bounds__(kThreads, C::kMinBlocks) void down_dyn(MoeArgs a, W
 #pragma unroll
     for (int j = 0; j < kWPer; ++j) {
       const int i = tid + kThreads * j, r = i / (C::KS * 16), ch = i % (C::KS * 16);
+#if MOE_W_EF & 2  // (ptxas 13.0 gives this copy's policy an odd uniform register here: an illegal instruction)
       moe_tile::cp_async_w<16>(st + C::kW + r * C::KS * 256 + ch * 16, wb + woff[j], wpol);
+#else
+      moe_tile::cp_async<16>(st + C::kW + r * C::KS * 256 + ch * 16, wb + woff[j]);
+#endif
     }
     const uint8_t* sb = sglob + (int64_t(uint32_t(it.y)) << 4) + kb0;
 #pragma unroll

@@ -179,8 +179,8 @@ __device__ inline void cp_async(void* smem_dst, const void* gmem_src) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(d), "l"(gmem_src), "n"(N) : "memory");
 #endif
 }
-#ifndef MOE_W_EF  // v61: the 8-row chain's weight copies with an L2 evict_first policy (moe_rows8b::Sync::wpol)
-#define MOE_W_EF 0
+#ifndef MOE_W_EF  // v61: the 8-row chain's weight copies with an L2 evict_first policy (moe_rows8b::Sync::wpol);
+#define MOE_W_EF 0  // bits: 1 gate_up_r8d, 2 down_dyn
 #endif
 // A weight copy: cp_async, or (MOE_W_EF) under the L2 policy pol: the weights are read once a call, so their lines
 // should leave L2 before the cache flush's dirty lines do (those need a write-back). pol comes in as a kernel
