@@ -305,10 +305,10 @@ __device__ inline uint64_t policy_evict_first() {
   return p;
 }
 // Ran in moe_wide27 (v27e: no gain); the same instruction stopped moe_rows8x's kernels with an illegal instruction
-// (docs/perf.md, sections "moe_mxfp4 v27" and "moe_mxfp4 v26"). No committed variant sets EF. Session 16: a known
-// ptxas 13.x fault (fixed in later ptxas) can leave an LDGSTS with a cache hint reading an unset descriptor register;
-// with the policy as a constant or loaded from memory the 64-row kernels ran (-0.3..-0.6%) but the 8- and 32-row
-// kernels still stopped (docs/perf.md, "Session 16", calls 7-10).
+// (docs/perf.md, sections "moe_mxfp4 v27" and "moe_mxfp4 v26"). No committed variant sets EF. Session 16: ptxas 13.0
+// can give such a copy's 64-bit policy descriptor an odd uniform register (`desc[UR1]` in the SASS), which the
+// hardware rejects; whether it does depends on the kernel, not on how the policy is made (docs/perf.md, "Session 16",
+// calls 7-14: the 64-row kernels ran, -0.3..-0.6%; the 8-row gate_up ran, no gain; the others stopped).
 __device__ inline void cp_async16_ef(void* smem_dst, const void* gmem_src, uint64_t pol) {
   const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
   asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem_src), "l"(pol)

@@ -152,17 +152,12 @@ __global__ __launch_bounds__(kThreads, MINB) void gate_up_r8d(MoeArgs a, Workspa
 #pragma unroll
   for (int j = 0; j < 4; ++j) woff[j] = uint32_t(rg[j]) * rg_bytes + tid * 16;
   const uint32_t soff = (uint32_t(rg[(tid % 64) / 16]) * 16 + tid % 16) * uint32_t(KB);
-#if MOE_W_EF
-  const uint64_t wpol = sy.wpol;  // v61
-#else
-  const uint64_t wpol = 0;
-#endif
   auto load_w = [&](int slot, int kb0) {
     uint8_t* st = smem + slot * C::kStageBytes;
     const uint8_t* wb = wbase + kb0 * 256;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      moe_tile::cp_async_w<16>(st + C::kW + j * KS * 256 + tid * 16, wb + woff[j], wpol);
+      moe_tile::cp_async<16>(st + C::kW + j * KS * 256 + tid * 16, wb + woff[j]);
     }
     if (tid < 64) moe_tile::cp_async<KS>(st + C::kWs + tid * KS, sbase + soff + kb0);
   };

@@ -41,9 +41,6 @@ struct Sync {
   int* head;
   uint8_t* unfolded;
   float* row_w;  // [rows_max] routing weight of each sorted row (0 for padding), written by the route
-#if MOE_W_EF
-  uint64_t wpol;  // v61: the weight copies' L2 policy (evict_first), a kernel parameter (moe_tile::cp_async_w)
-#endif
 };
 
 inline size_t fold_flag_bytes(const MoeConfig& c) { return size_t(c.bs) * (c.d_hidden / (8 * moe_tile::kMmaLanes)); }
@@ -60,12 +57,7 @@ inline Sync sync_of(const MoeConfig& c, void* base) {
   int* p = reinterpret_cast<int*>(b);
   char* f = b + moe_pipeline::align256(size_t(s.tiles_max + 1) * sizeof(int));
   return Sync{p, p + s.tiles_max, reinterpret_cast<uint8_t*>(f),
-              reinterpret_cast<float*>(f + moe_pipeline::align256(fold_flag_bytes(c)))
-#if MOE_W_EF
-              ,
-              0x12F0000000000000ull  // createpolicy.fractional.L2::evict_first, fraction 1.0 (CUTLASS's EVICT_FIRST)
-#endif
-  };
+              reinterpret_cast<float*>(f + moe_pipeline::align256(fold_flag_bytes(c)))};
 }
 
 // f16 bits of (e2m1 value of code) x 2^s, exact for -13 <= s <= 13 (every value normal or zero); s = 0 gives
@@ -382,9 +374,6 @@ __global__ __launch_bounds__(kThreads, C::kMinBlocks) void down_dyn(MoeArgs a, W
   const uint8_t* sglob = a.down_weight_scale;
 
   auto valid = [&](int j) { return tile_s[j & 3] >= 0; };
-#if MOE_W_EF & 2
-  const uint64_t wpol = sy.wpol;  // v61 (MOE_W_EF 3)
-#endif
   auto load_w = [&](int g) {
     const int slot = g % C::STAGES, kb0 = (g % nk) * C::KS;
     const int4 it = info[(g / nk) & 3];
@@ -393,11 +382,7 @@ __global__ __launch_bounds__(kThreads, C::kMinBlocks) void down_dyn(MoeArgs a, W
 #pragma unroll
     for (int j = 0; j < kWPer; ++j) {
       const int i = tid + kThreads * j, r = i / (C::KS * 16), ch = i % (C::KS * 16);
-#if MOE_W_EF & 2  // (ptxas 13.0 gives this copy's policy an odd uniform register here: an illegal instruction)
-      moe_tile::cp_async_w<16>(st + C::kW + r * C::KS * 256 + ch * 16, wb + woff[j], wpol);
-#else
       moe_tile::cp_async<16>(st + C::kW + r * C::KS * 256 + ch * 16, wb + woff[j]);
-#endif
     }
     const uint8_t* sb = sglob + (int64_t(uint32_t(it.y)) << 4) + kb0;
 #pragma unroll

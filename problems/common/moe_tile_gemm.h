@@ -179,26 +179,6 @@ __device__ inline void cp_async(void* smem_dst, const void* gmem_src) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(d), "l"(gmem_src), "n"(N) : "memory");
 #endif
 }
-#ifndef MOE_W_EF  // v61: the 8-row chain's weight copies with an L2 evict_first policy (moe_rows8b::Sync::wpol);
-#define MOE_W_EF 0  // bits: 1 gate_up_r8d, 2 down_dyn
-#endif
-// A weight copy: cp_async, or (MOE_W_EF) under the L2 policy pol: the weights are read once a call, so their lines
-// should leave L2 before the cache flush's dirty lines do (those need a write-back). pol comes in as a kernel
-// parameter: ptxas 13.x miscompiles this copy when the policy is made by createpolicy, an immediate or a load
-// (an illegal instruction at run time; docs/perf.md, "Session 16").
-template <int N>
-__device__ inline void cp_async_w(void* smem_dst, const void* gmem_src, uint64_t pol) {
-#if MOE_W_EF && defined(__CUDA_ARCH__)
-  if constexpr (N == 16) {
-    const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
-    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem_src), "l"(pol)
-                 : "memory");
-    return;
-  }
-#endif
-  (void)pol;
-  cp_async<N>(smem_dst, gmem_src);
-}
 __device__ inline void cp_commit() {
 #if defined(__CUDA_ARCH__)
   asm volatile("cp.async.commit_group;\n" ::: "memory");
