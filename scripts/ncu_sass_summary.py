@@ -28,6 +28,24 @@ def sections(path):
         yield name, header, rows
 
 
+SAMPLES = "Warp Stall Sampling (All Samples)"
+
+
+def stall_columns(ix):
+    """(reason, column index) of the page's per-reason stall sample columns."""
+    return [(c[6:], i) for c, i in ix.items() if c.startswith("stall_") and "Not Issued" not in c]
+
+
+def stall_reasons(rows, ix):
+    """Stall samples by reason, summed over rows."""
+    cols = stall_columns(ix)
+    total = collections.Counter()
+    for r in rows:
+        for c, i in cols:
+            total[c] += num(r[i])
+    return total
+
+
 def num(s):
     try:
         return float(s.replace(",", ""))
@@ -49,7 +67,6 @@ def main():
         seen.add(name)
         ix = {c: i for i, c in enumerate(h)}
         executed = collections.Counter()
-        stalls = collections.Counter()
         total_inst = 0.0
         for r in rows:
             op = r[ix["Source"]].split()
@@ -58,20 +75,17 @@ def main():
             n = num(r[ix["Instructions Executed"]])
             executed[opcode] += n
             total_inst += n
-            for c, i in ix.items():
-                if c.startswith("stall_") and "Not Issued" not in c:
-                    stalls[c[6:]] += num(r[i])
+        stalls = stall_reasons(rows, ix)
         print(f"== {name[:150]}")
         print(f"   warp instructions executed: {total_inst:,.0f}")
         print("   by opcode: " + ", ".join(f"{k} {v / total_inst:.1%}" for k, v in executed.most_common(18)))
         st = sum(stalls.values()) or 1
         print("   stall samples: " + ", ".join(f"{k} {v / st:.1%}" for k, v in stalls.most_common(10)))
-        hot = sorted(rows, key=lambda r: -num(r[ix["Warp Stall Sampling (All Samples)"]]))[: o.top]
-        samples = sum(num(r[ix["Warp Stall Sampling (All Samples)"]]) for r in rows) or 1
+        hot = sorted(rows, key=lambda r: -num(r[ix[SAMPLES]]))[: o.top]
+        samples = sum(num(r[ix[SAMPLES]]) for r in rows) or 1
         for r in hot:
-            reasons = sorted(((num(r[i]), c[6:]) for c, i in ix.items()
-                              if c.startswith("stall_") and "Not Issued" not in c), reverse=True)[:2]
-            print(f"   {num(r[ix['Warp Stall Sampling (All Samples)']]) / samples:6.1%} {r[ix['Address']][-5:]} "
+            reasons = sorted(((num(r[i]), c) for c, i in stall_columns(ix)), reverse=True)[:2]
+            print(f"   {num(r[ix[SAMPLES]]) / samples:6.1%} {r[ix['Address']][-5:]} "
                   f"{r[ix['Source']].strip()[:60]:60} " + " ".join(f"{c}:{v:.0f}" for v, c in reasons if v))
         if o.loops:
             print_loops(rows, ix, samples, o.loops)
@@ -85,32 +99,28 @@ def loops_of(rows, ix):
     for i, r in enumerate(rows):
         m = re.search(r"\bBRA(?:\.\w+)*\s+(0x[0-9a-fA-F]+)", r[ix["Source"]])
         taken = num(r[ix["Instructions Executed"]]) > 0  # (never-executed branches: divergence paths' jumps)
-        if m and taken and int(m.group(1), 16) <= addr[i] and int(m.group(1), 16) in row_at:
-            found.add((row_at[int(m.group(1), 16)], i))
+        target = int(m.group(1), 16) if m else None
+        if taken and target is not None and target <= addr[i] and target in row_at:
+            found.add((row_at[target], i))
     return sorted(found)
 
 
 def print_loops(rows, ix, samples, n):
-    key = "Warp Stall Sampling (All Samples)"
-    stall_cols = [(c, i) for c, i in ix.items() if c.startswith("stall_") and "Not Issued" not in c]
     ranked = []
     for first, last in loops_of(rows, ix):
         body = rows[first:last + 1]
-        ranked.append((sum(num(r[ix[key]]) for r in body), first, last, body))
+        ranked.append((sum(num(r[ix[SAMPLES]]) for r in body), first, last, body))
     ranked.sort(key=lambda t: -t[0])
     for total, first, last, body in ranked[:n]:
         trips = num(rows[last][ix["Instructions Executed"]])
         inst = sum(num(r[ix["Instructions Executed"]]) for r in body)
-        reasons = collections.Counter()
-        for r in body:
-            for c, i in stall_cols:
-                reasons[c[6:]] += num(r[i])
+        reasons = stall_reasons(body, ix)
         rs = sum(reasons.values()) or 1
         print(f"   loop {rows[first][ix['Address']][-5:]}..{rows[last][ix['Address']][-5:]}: {total / samples:.1%} of the "
               f"samples, {inst / trips:.0f} warp instructions an iteration ({trips:,.0f} iterations); "
               + ", ".join(f"{k} {v / rs:.0%}" for k, v in reasons.most_common(4)))
-        for r in sorted(body, key=lambda r: -num(r[ix[key]]))[:6]:
-            print(f"      {num(r[ix[key]]) / (total or 1):6.1%} {r[ix['Address']][-5:]} {r[ix['Source']].strip()[:60]}")
+        for r in sorted(body, key=lambda r: -num(r[ix[SAMPLES]]))[:6]:
+            print(f"      {num(r[ix[SAMPLES]]) / (total or 1):6.1%} {r[ix['Address']][-5:]} {r[ix['Source']].strip()[:60]}")
 
 
 if __name__ == "__main__":
