@@ -44,7 +44,7 @@ struct RunArgs {
   std::string json_path;
   std::string inputs_dir;
   int device = 0;
-  bool hot = false, graph = false, oracle = false, no_isolate = false;
+  bool hot = false, clean_flush = false, graph = false, oracle = false, no_isolate = false;
   bool record = false;  // merge the results into the local leaderboard (harness/leaderboard.hpp)
   std::string leaderboard = "leaderboard.json";
   std::size_t flush_bytes = 0;
@@ -128,9 +128,11 @@ RunOptions to_run_options(const RunArgs& a, const Problem& p, Mode mode) {
                                      fmt::format("{} {} shapes", p.name(), to_string(run_shape_set(o))));
   if (a.seed_opt->count()) o.seed = a.seed;
   if (a.secret_opt->count() || a.secret_from_file) o.secret_seed = a.secret_seed;
-  if (mode == Mode::profile && (a.hot || a.graph))
-    throw UsageError("--hot / --graph: profile mode times nothing (the profiler sees one plain call per shape)");
+  if (mode == Mode::profile && (a.hot || a.graph || a.clean_flush))
+    throw UsageError("--hot / --graph / --clean-flush: profile mode times nothing (the profiler sees one plain call per shape)");
+  if (a.hot && a.clean_flush) throw UsageError("--clean-flush: not with --hot (there is no flush to clean)");
   o.timing.flush = !a.hot;
+  o.timing.clean_flush = a.clean_flush;
   o.timing.graph = a.graph;
   if (a.flush_opt->count()) {
     o.timing.flush_bytes = a.flush_bytes;
@@ -202,6 +204,7 @@ std::vector<std::string> worker_argv(const RunArgs& a, const std::string& varian
   if (!secret_file.empty()) v.insert(v.end(), {"--secret-seed-file", secret_file});
   if (a.flush_opt->count()) v.insert(v.end(), {"--flush-bytes", std::to_string(a.flush_bytes)});
   if (a.hot) v.push_back("--hot");
+  if (a.clean_flush) v.push_back("--clean-flush");
   if (a.graph) v.push_back("--graph");
   if (a.oracle) v.push_back("--oracle");
   if (a.fresh > 0) v.insert(v.end(), {"--fresh", std::to_string(a.fresh)});
@@ -334,6 +337,10 @@ Command setup(CLI::App& root) {
                   "e.g. dumped by scripts/export_check.py --dump-inputs) instead of generating them");
   app->add_option("--device", a->device, "GPU index")->capture_default_str();
   app->add_flag("--hot", a->hot, "No cache flush before timed calls (not the official method)");
+  app->add_flag("--clean-flush", a->clean_flush,
+                "After each flush, read a clean buffer of twice the last-level cache, so the flush's dirty lines are "
+                "written back before the start event (not the official method: the official time minus this one is "
+                "what the dirty lines cost the call; this one minus --hot is what the cold misses cost)");
   app->add_flag("--graph", a->graph, "Time graph replays (not the official method)");
   a->flush_opt = app->add_option("--flush-bytes", a->flush_bytes, "Bytes of the cache flush");
   app->add_flag("--oracle", a->oracle, "Check against the float64 oracle instead of the GPU reference");

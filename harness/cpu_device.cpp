@@ -137,26 +137,33 @@ class CpuDevice final : public Device {
   std::string timing_method(const TimingOptions& opt) const override {
     std::string m = "host steady_clock around the call";
     if (opt.flush && opt.flush_bytes > 0) m += "; " + std::to_string(opt.flush_bytes >> 20) + " MiB written before each call";
+    if (opt.flush && opt.flush_bytes > 0 && opt.clean_flush) m += ", then as many clean bytes read";
     return m;
   }
 
   double time_call(const std::function<void()>& call, const TimingOptions& opt) override {
-    if (opt.flush && opt.flush_bytes > 0) flush(opt.flush_bytes);
+    if (opt.flush && opt.flush_bytes > 0) flush(opt.flush_bytes, opt.clean_flush);
     const auto t0 = std::chrono::steady_clock::now();
     call();
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
  private:
-  // Evicts the caches by writing every cache line of a buffer of the requested size.
-  void flush(std::size_t bytes) {
+  // Evicts the caches by writing every cache line of a buffer of the requested size; clean: then reading every
+  // line of a second one (zeros), which evicts the dirty lines.
+  void flush(std::size_t bytes, bool clean) {
     if (bytes != flush_bytes_) {
       std::free(flush_buf_);
-      flush_buf_ = static_cast<unsigned char*>(aligned_host_alloc(bytes));
+      flush_buf_ = static_cast<unsigned char*>(aligned_host_alloc(2 * bytes));
+      std::memset(flush_buf_ + bytes, 0, bytes);
       flush_bytes_ = bytes;
     }
     ++flush_tick_;
     for (std::size_t i = 0; i < bytes; i += 64) flush_buf_[i] = flush_tick_;
+    if (!clean) return;
+    unsigned char x = 0;
+    for (std::size_t i = bytes; i < 2 * bytes; i += 64) x |= flush_buf_[i];
+    if (x != 0) throw std::logic_error("the clean flush buffer changed");
   }
   unsigned char* flush_buf_ = nullptr;
   std::size_t flush_bytes_ = 0;

@@ -32,6 +32,8 @@ struct DeviceInfo {
 struct TimingOptions {
   bool flush = true;                        // official: flush caches before every timed call
   std::size_t flush_bytes = 1ull << 30;     // at least 2x the last-level cache
+  bool clean_flush = false;                 // then read a clean buffer: the flush's dirty lines written back
+                                            // before the start event (a diagnostic, not the official method)
   bool hide_host = true;                    // GPU-side wait between flush and start event
   bool graph = false;                       // replay a captured graph (not the official method)
 };

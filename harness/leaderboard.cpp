@@ -97,6 +97,7 @@ json to_json(const Entry& e) {
             {"passed", e.passed},   {"reason", e.reason},
             {"shapes", shapes}};
   if (!e.shape_set.empty()) j["shape_set"] = e.shape_set;
+  if (!e.timing.empty()) j["timing"] = e.timing;
   j["score_ns"] = e.score_ns ? json(*e.score_ns) : json(nullptr);
   return j;
 }
@@ -121,6 +122,7 @@ Entry entry_from_json(const json& j) {
     e.variant = j.at("variant").get<std::string>();
     e.mode = get_or<std::string>(j, "mode", "");
     e.shape_set = get_or<std::string>(j, "shape_set", "");
+    e.timing = get_or<std::string>(j, "timing", "");
     e.commit = get_or<std::string>(j, "commit", "");
     e.date = get_or<std::string>(j, "date", "");
     e.harness_version = get_or<std::string>(j, "harness_version", "");
@@ -154,9 +156,10 @@ Entry entry_from_json(const json& j) {
 }
 
 bool eligible_for_best(const Entry& e) {
-  // Test mode times one call per shape: not a score to rank.
+  // Test mode times one call per shape, and --hot / --graph / --clean-flush time another way: not scores to rank.
   const bool benchmark_shapes = e.shape_set.empty() || e.shape_set == "benchmark";
-  return e.passed && e.mode != "test" && benchmark_shapes && e.score_ns && std::isfinite(*e.score_ns) &&
+  const bool official_timing = e.timing.empty() || e.timing == "official";
+  return e.passed && e.mode != "test" && benchmark_shapes && official_timing && e.score_ns && std::isfinite(*e.score_ns) &&
          *e.score_ns > 0;
 }
 
@@ -225,6 +228,7 @@ Entry make_entry(const json& r, const json& header) {
     throw LeaderboardError("results: device.name, problem and variant are required");
   e.mode = pick_string(r, {{"mode"}}, "benchmark");
   e.shape_set = pick_string(r, {{"shape_set"}});
+  e.timing = pick_string(r, {{"timing", "method"}});
   e.commit = pick_string(r, {{"build", "git_commit"}, {"git_commit"}, {"commit"}},
                          pick_string(header, {{"build", "git_commit"}}));
   e.date = pick_string(r, {{"date"}}, pick_string(header, {{"date"}}, utc_now_iso8601()));

@@ -38,6 +38,7 @@ struct Entry {
   std::string device, problem, variant, mode;
   std::string shape_set;           // "test" / "benchmark"; "" in files from before the field (the mode's own)
   std::string commit, date, harness_version;
+  std::string timing;              // the run's timing method: "official", "not official: hot", ...; "" if not given
   double flush_bytes = 0;
   double bandwidth_bytes_per_s = 0;
   std::optional<double> score_ns;  // absent for runs that time nothing (test mode)

@@ -52,6 +52,7 @@ std::string timing_method(const TimingOptions& t) {
   std::string deviations;
   auto add = [&](const char* what) { deviations += deviations.empty() ? what : std::string(", ") + what; };
   if (!t.flush) add("hot");
+  if (t.flush && t.clean_flush) add("clean flush");
   if (t.graph) add("graph");
   if (!t.hide_host) add("host not hidden");
   return deviations.empty() ? "official" : "not official: " + deviations;
@@ -266,6 +267,7 @@ json to_json(const RunResult& r) {
           {"timing",
            {{"flush", r.timing.flush},
             {"flush_bytes", r.timing.flush_bytes},
+            {"clean_flush", r.timing.clean_flush},
             {"hide_host", r.timing.hide_host},
             {"graph", r.timing.graph},
             {"method", r.timing.method},
@@ -295,6 +297,7 @@ RunResult run_from_json(const json& j) {
   const auto& t = j.at("timing");
   r.timing.flush = t.at("flush").get<bool>();
   r.timing.flush_bytes = t.at("flush_bytes").get<std::size_t>();
+  r.timing.clean_flush = t.value("clean_flush", false);  // absent in files from before the option
   r.timing.hide_host = t.at("hide_host").get<bool>();
   r.timing.graph = t.at("graph").get<bool>();
   r.timing.method = t.at("method").get<std::string>();

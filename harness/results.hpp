@@ -32,6 +32,7 @@ ShapeSet default_shape_set(Mode m);
 struct TimingInfo {
   bool flush = true;
   std::size_t flush_bytes = 0;
+  bool clean_flush = false;
   bool hide_host = true;
   bool graph = false;
   std::string method;  // "official" or "not official: hot" / "not official: graph" / ...

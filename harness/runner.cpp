@@ -412,7 +412,8 @@ RunResult run_variant(Device& dev, const Problem& p, const VariantEntry& v, cons
     // Twice the last-level cache, within [64, 256] MiB: a host flush costs real time on few cores.
     c.timing.flush_bytes = std::clamp<std::size_t>(2 * dev.info().l2_bytes, 64ull << 20, 256ull << 20);
   if (dev.kind() == Backend::cpu) c.timing.hide_host = true;  // no queue to hide: nothing to do
-  run.timing = {c.timing.flush, c.timing.flush ? c.timing.flush_bytes : 0, c.timing.hide_host, c.timing.graph,
+  run.timing = {c.timing.flush,     c.timing.flush ? c.timing.flush_bytes : 0, c.timing.flush && c.timing.clean_flush,
+                c.timing.hide_host, c.timing.graph,
                 timing_method(c.timing)};
   c.rule = o.stop_rule ? *o.stop_rule
                        : (o.mode == Mode::leaderboard ? leaderboard_stop_rule() : benchmark_stop_rule());

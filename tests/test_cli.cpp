@@ -64,7 +64,8 @@ TEST_CASE("cli: usage errors are one line naming the valid choices, exit code 2"
   check_usage_error("run nope --variant cpu", "mla_decode");
   check_usage_error("run mla_decode --variant zzz", "unknown variant 'zzz' for mla_decode (valid: ");
   check_usage_error("run mla_decode --variant cpu --shapes 4", "bad shape index '4' for mla_decode test shapes (valid: all or indices 0-3)");
-  check_usage_error("run mla_decode --variant cpu --mode profile --graph", "--hot / --graph: profile mode times nothing");
+  check_usage_error("run mla_decode --variant cpu --mode profile --graph", "--hot / --graph / --clean-flush: profile mode times nothing");
+  check_usage_error("run mla_decode --variant cpu --hot --clean-flush", "--clean-flush: not with --hot (there is no flush to clean)");
   for (const char* name : {"HARNESS_MATRIX_TFLOPS", "HARNESS_MATRIX8_TFLOPS"}) {
     EnvOverride bad(name, "fast");
     check_usage_error("run mla_decode --variant cpu", std::string(name) + " must be a positive number, got 'fast'");

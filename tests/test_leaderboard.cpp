@@ -101,6 +101,26 @@ TEST_CASE("leaderboard: record keeps the best passing run and never drops one", 
   CHECK_FALSE(all[1].passed);  // newest history entry first
 }
 
+TEST_CASE("leaderboard: a run timed another way than the official one never becomes the best", "[leaderboard]") {
+  lbtest::TempDir dir;
+  const std::string path = dir.file("lb.json");
+  harness::record_result(path, lbtest::two_shapes("v1", 100e3, 400e3));  // official: score 200e3
+  for (const char* method : {"not official: hot", "not official: clean flush", "not official: graph"}) {
+    json fast = lbtest::two_shapes("v1", 10e3, 40e3);
+    fast["runs"][0]["timing"]["method"] = method;
+    harness::record_result(path, fast);
+  }
+  const json board = harness::load_leaderboard(path);
+  CHECK(lbtest::near(best_score(board, "v1"), 200e3));
+  const auto all = harness::entries_for(board, "Test GPU", "mla_decode", "v1");
+  REQUIRE(all.size() == 4);  // recorded, as history
+  CHECK(all[1].timing == "not official: graph");
+  json official = lbtest::two_shapes("v1", 50e3, 200e3);
+  official["runs"][0]["timing"]["method"] = "official";
+  harness::record_result(path, official);
+  CHECK(lbtest::near(best_score(harness::load_leaderboard(path), "v1"), 100e3));
+}
+
 TEST_CASE("leaderboard: a failing run alone has no best", "[leaderboard]") {
   lbtest::TempDir dir;
   const std::string path = dir.file("lb.json");

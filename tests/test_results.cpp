@@ -378,6 +378,23 @@ TEST_CASE("results: custom shapes run as given, labelled custom/...") {
   CHECK(run_from_json(to_json(r)).drawn_from() == ShapeSet::custom);
 }
 
+TEST_CASE("results: --clean-flush is labelled not official and survives the JSON") {
+  RunOptions o;
+  o.timing.clean_flush = true;
+  const RunResult r = run_fake("good", Mode::benchmark, o);
+  REQUIRE(r.passed);
+  CHECK(r.timing.clean_flush);
+  CHECK(r.timing.method == "not official: clean flush");
+  CHECK(r.timing.device_method.find("clean bytes read") != std::string::npos);
+  const json j = to_json(r);
+  CHECK(schema_errors(results_document({r})).empty());
+  CHECK(run_from_json(j).timing.clean_flush);
+  json old = j;
+  old["timing"].erase("clean_flush");  // files written before the option
+  CHECK_FALSE(run_from_json(old).timing.clean_flush);
+  CHECK(run_fake("good", Mode::benchmark).timing.method == "official");
+}
+
 TEST_CASE("results JSON: a run matches the schema and round-trips") {
   const std::vector<RunResult> runs = {run_fake("good", Mode::benchmark), run_fake("nan", Mode::test),
                                        failed_run("fake", "x", Mode::test, "crashed: SIGSEGV")};

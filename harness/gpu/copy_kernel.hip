@@ -1,4 +1,5 @@
-// Device-to-device copy used to measure the bandwidth ceiling (and by the engine tests).
+// Device-to-device copy used to measure the bandwidth ceiling (and by the engine tests); the read sweep of the
+// clean cache flush.
 #include <algorithm>
 #include <stdexcept>
 
@@ -33,7 +34,28 @@ __global__ void copy1_kernel(uint8_t* __restrict__ dst, const uint8_t* __restric
     dst[i] = src[i];
 }
 
+// The words' XOR decides a store, so the loads cannot be dropped; the caller makes sure it never happens.
+__global__ void read_sweep_kernel(const uint4* __restrict__ src, std::size_t n, uint32_t never, uint32_t* sink) {
+  uint32_t x = 0;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const uint4 v = src[i];
+    x ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (x == never) *sink = x;
+}
+
 }  // namespace
+
+void launch_read_sweep(hipStream_t q, const void* p, std::size_t bytes) {
+  if (bytes % 16 != 0 || reinterpret_cast<uintptr_t>(p) % 16 != 0)
+    throw std::invalid_argument("launch_read_sweep: 16-byte aligned whole words only");
+  // The sweep's words XOR to 0 where its buffer is zeros; a sink that is never written (a store of
+  // 0x5a5a5a5a would need those words to XOR to it) keeps the loads without a result buffer of its own.
+  read_sweep_kernel<<<4096, kThreads, 0, q>>>(static_cast<const uint4*>(p), bytes / 16, 0x5a5a5a5au,
+                                             static_cast<uint32_t*>(const_cast<void*>(p)));
+  HARNESS_GPU_CHECK_LAUNCH("read_sweep_kernel");
+}
 
 void launch_copy(hipStream_t q, void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0) return;

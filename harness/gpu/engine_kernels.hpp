@@ -10,6 +10,10 @@ namespace harness::gpu {
 // dst <- src, bytes bytes; 16-byte vector accesses when both pointers allow it.
 void launch_copy(hipStream_t q, void* dst, const void* src, std::size_t bytes);
 
+// Reads every 16-byte word of [p, p + bytes) (bytes a multiple of 16) and keeps nothing: fills the caches with
+// clean lines of p, writing back whatever dirty lines they evict.
+void launch_read_sweep(hipStream_t q, const void* p, std::size_t bytes);
+
 // One thread spins until `ticks` of the device's constant-rate timer have passed (nanoseconds on
 // NVIDIA's globaltimer; wall_clock64 ticks on AMD). The caller calibrates ticks per second.
 void launch_spin(hipStream_t q, uint64_t ticks);

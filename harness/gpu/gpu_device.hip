@@ -34,6 +34,7 @@ GpuDevice::GpuDevice(int index) : index_(index) {
 GpuDevice::~GpuDevice() {
   // Best effort: after a device fault every call fails, and a destructor must not throw.
   if (flush_buffer_) (void)hipFree(flush_buffer_);
+  if (clean_buffer_) (void)hipFree(clean_buffer_);
   if (start_) (void)hipEventDestroy(start_);
   if (end_) (void)hipEventDestroy(end_);
   if (side_queue_) (void)hipStreamDestroy(side_queue_);

@@ -42,6 +42,8 @@ class GpuDevice final : public Device {
   // timing.hip
   void calibrate_spin();
   void flush_caches(std::size_t requested_bytes);
+  void write_back_dirty_lines();
+  std::size_t clean_sweep_size() const;
   std::size_t flush_size(std::size_t requested_bytes) const;
   void enqueue_host_hiding_wait();
   void note_whether_host_was_hidden();
@@ -56,6 +58,8 @@ class GpuDevice final : public Device {
   void* flush_buffer_ = nullptr;
   std::size_t flush_buffer_bytes_ = 0;
   uint8_t flush_value_ = 0;
+  void* clean_buffer_ = nullptr;  // zeros, read after the flush by --clean-flush
+  std::size_t clean_buffer_bytes_ = 0;
   double spin_ticks_per_s_ = 0;
   double spin_seconds_ = 0.002;  // grows when a call is found not hidden
   int host_exposed_ = 0;
