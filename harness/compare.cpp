@@ -14,6 +14,8 @@ Comparison compare_entries(const Entry& a, const Entry& b, const std::string& a_
   Comparison c;
   c.a_name = a_name;
   c.b_name = b_name;
+  c.a_timing = a.timing;
+  c.b_timing = b.timing;
   double log_sum = 0;
   for (const auto& sa : a.shapes) {
     if (!(sa.mean_ns > 0)) continue;
@@ -133,7 +135,10 @@ json comparison_to_json(const Comparison& c) {
           {"shapes", shapes},
           {"only_a", c.only_a},
           {"only_b", c.only_b},
-          {"geomean_ratio", c.geomean_ratio ? json(*c.geomean_ratio) : json(nullptr)}};
+          {"geomean_ratio", c.geomean_ratio ? json(*c.geomean_ratio) : json(nullptr)},
+          {"a_timing", c.a_timing},
+          {"b_timing", c.b_timing},
+          {"same_timing", c.same_timing()}};
 }
 
 std::string render_comparison(const Comparison& c, CompareFormat f) {
@@ -151,6 +156,10 @@ std::string render_comparison(const Comparison& c, CompareFormat f) {
          "  (|z| > 3 counts as significant; z from the recorded standard errors)\n";
   for (const auto& l : c.only_a) out += "only in A: " + l + "\n";
   for (const auto& l : c.only_b) out += "only in B: " + l + "\n";
+  auto named = [](const std::string& t) { return t.empty() ? std::string("not recorded") : t; };
+  if (!c.same_timing())
+    out += "timed differently (A: " + named(c.a_timing) + "; B: " + named(c.b_timing) +
+           "): the ratios include the method's difference\n";
   return out;
 }
 

@@ -26,6 +26,8 @@ struct Comparison {
   std::vector<ShapeDelta> shapes;          // shapes timed in both, in A's order
   std::vector<std::string> only_a, only_b;  // shapes timed in one run only
   std::optional<double> geomean_ratio;     // over `shapes`
+  std::string a_timing, b_timing;          // the runs' timing methods ("" where a file does not say)
+  bool same_timing() const { return a_timing == b_timing; }
 };
 
 Comparison compare_entries(const Entry& a, const Entry& b, const std::string& a_name = "A",

@@ -76,6 +76,20 @@ TEST_CASE("compare: renders table, markdown and JSON", "[compare]") {
   CHECK(lbtest::near(j["geomean_ratio"].get<double>(), std::sqrt(2.0)));
 }
 
+TEST_CASE("compare: runs timed by different methods are flagged", "[compare]") {
+  const Entry a = entry(lbtest::two_shapes("v1", 100e3, 400e3, 1e3));
+  json hot = lbtest::two_shapes("v1", 90e3, 390e3, 1e3);
+  hot["runs"][0]["timing"]["method"] = "not official: hot";
+  const auto same = harness::compare_entries(a, a);
+  CHECK(same.same_timing());
+  CHECK(harness::render_comparison(same, harness::CompareFormat::table).find("timed differently") == std::string::npos);
+  const auto c = harness::compare_entries(a, entry(hot));
+  CHECK_FALSE(c.same_timing());
+  const std::string table = harness::render_comparison(c, harness::CompareFormat::table);
+  CHECK(table.find("timed differently (A: official; B: not official: hot)") != std::string::npos);
+  CHECK(json::parse(harness::render_comparison(c, harness::CompareFormat::json))["same_timing"] == false);
+}
+
 TEST_CASE("compare: resolves results files and problem:variant[@commit] references", "[compare]") {
   lbtest::TempDir dir;
   const std::string lb = dir.file("lb.json"), run = dir.file("run.json");
