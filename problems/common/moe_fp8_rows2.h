@@ -154,43 +154,6 @@ __global__ void route_even(const int32_t* topk_ids, int P, int E, int T, int row
   route_even_body(topk_ids, P, E, T, rows_max, sorted_pair, tiles, n_tiles, ready, tiles_max, smem_route);
 }
 
-#ifndef MOE_PRO_STATS  // measurement (v54p): when the prologue's quantizer and route blocks end, when gate_up starts
-#define MOE_PRO_STATS 0
-#endif
-#if MOE_PRO_STATS
-// globaltimer ns: first / last quantizer block start and end, the route block's start and end, gate_up blocks' release
-// from their dependent wait (first, last); printed by the combine for one call in 8.
-__device__ unsigned long long ps_t[8];
-__device__ int ps_calls;
-__device__ inline void ps_min(int k) {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  atomicMin(ps_t + k, t);
-}
-__device__ inline void ps_max(int k) {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  atomicMax(ps_t + k, t);
-}
-__device__ inline void ps_reset() {
-  for (int k = 0; k < 8; ++k) ps_t[k] = k % 2 ? 0ull : ~0ull;
-}
-__device__ inline void ps_print() {
-  if (++ps_calls % 8 == 2) {
-    const unsigned long long t0 = min(ps_t[0], ps_t[4]);
-    auto us = [&](int k) { return double(ps_t[k] - t0) / 1e3; };
-    printf("PRO quantize blocks start %.2f..%.2f end ..%.2f us; route start %.2f end %.2f us; gate_up released "
-           "%.2f..%.2f us\n", us(0), us(2), us(1), us(4), us(5), us(6), us(7));
-  }
-  ps_reset();
-}
-#define PS_MIN(k) ::moe_fp8r2::ps_min(k)
-#define PS_MAX(k) ::moe_fp8r2::ps_max(k)
-#else
-#define PS_MIN(k) (void)0
-#define PS_MAX(k) (void)0
-#endif
-
 // PRO: quantizer and route in one launch of kQGroups x 256 threads a block: blocks [0, ceil(M / kQGroups))
 // quantize a token a 256-thread group (moe_fp8r::quantize_hidden's code, FORCE 0), the last block runs
 // route_even (which needs blockDim >= E), so the single-block route overlaps the quantizer. Releases the
@@ -239,6 +202,7 @@ __global__ __launch_bounds__(kQGroups * kQThreads) void prologue(const uint16_t*
     red[grp][1][tid / kLanes] = mn;
   }
   __syncthreads();
+  if (MOE_PRO_STATS && threadIdx.x == 0) PS_MAX(3);
   mx = red[grp][0][0];
   mn = red[grp][1][0];
   for (int w = 1; w < kW; ++w) {
@@ -261,7 +225,7 @@ __global__ __launch_bounds__(kQGroups * kQThreads) void prologue(const uint16_t*
 __global__ void combine_dep(const moe_pipeline::YElem* y, int64_t M, int H, int total_top_k, uint16_t* out) {
   moe_wg8::dep_wait();
 #if MOE_PRO_STATS
-  if (blockIdx.x == 0 && threadIdx.x == 0) ps_print();
+  if (blockIdx.x == 0 && threadIdx.x == 0) moe_tiled::ps_print();
 #endif
   moe_pipeline::combine_rows(y, M, H, total_top_k, out);
 }
