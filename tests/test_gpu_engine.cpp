@@ -215,6 +215,10 @@ TEST_CASE("gpu engine: the clean flush evicts like the official one, without lea
   std::printf("gpu-engine: 16 MiB copy, best of 7: %.2f us hot, %.2f us after the clean flush, %.2f us official\n",
               t_hot * 1e6, t_clean * 1e6, t_official * 1e6);
   CHECK(gpu().timing_method(clean).find("clean lines") != std::string::npos);
+  CHECK(gpu().timing_method(official).find("memset flush") != std::string::npos);
+  CHECK(gpu().timing_method(official).find("no flush") == std::string::npos);
+  CHECK(gpu().timing_method(official).find("clean lines") == std::string::npos);
+  CHECK(gpu().timing_method(hot).find("no flush (hot caches)") != std::string::npos);
   CHECK(t_clean > 1.2 * t_hot);  // the sweep evicted the source
   CHECK(gpu().hash(dst.get(), bytes) == gpu().hash(src.get(), bytes));
 }

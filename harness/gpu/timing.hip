@@ -176,11 +176,14 @@ std::string GpuDevice::timing_method(const TimingOptions& opt) const {
 #endif
   if (opt.graph) return "graph replay (not the official method), " + queue;
   std::string m = queue;
-  if (opt.flush) m += "; " + std::to_string(flush_size(opt.flush_bytes) >> 20) + " MiB memset flush before each call";
-  if (opt.flush && opt.clean_flush)
-    m += ", then a read of " + std::to_string(clean_sweep_size() >> 20) +
-         " MiB of clean lines (dirty lines written back before the start event)";
-  else m += "; no flush (hot caches)";
+  if (!opt.flush) {
+    m += "; no flush (hot caches)";
+  } else {
+    m += "; " + std::to_string(flush_size(opt.flush_bytes) >> 20) + " MiB memset flush before each call";
+    if (opt.clean_flush)
+      m += ", then a read of " + std::to_string(clean_sweep_size() >> 20) +
+           " MiB of clean lines (dirty lines written back before the start event)";
+  }
   if (opt.hide_host) {
     char buf[160];
     std::snprintf(buf, sizeof buf, "; GPU-side wait of %.1f ms between flush and start event (host hidden by construction; %d calls found exposed)",

@@ -168,15 +168,8 @@ __global__ __launch_bounds__(kQGroups * kQThreads) void prologue(const uint16_t*
   moe_wg8::dep_release();
   const int nqb = (M + kQGroups - 1) / kQGroups;
   if (int(blockIdx.x) == nqb) {
-    if (MOE_PRO_STATS && threadIdx.x == 0) PS_MIN(4);
     route_even_body(topk_ids, P, E, T, rows_max, sorted_pair, tiles, n_tiles, ready, tiles_max, smem_route);
-    if (MOE_PRO_STATS) __syncthreads();
-    if (MOE_PRO_STATS && threadIdx.x == 0) PS_MAX(5);
     return;
-  }
-  if (MOE_PRO_STATS && threadIdx.x == 0) {
-    PS_MIN(0);
-    PS_MAX(2);
   }
   constexpr int kMaxJ = 4, kW = kQThreads / kLanes;
   __shared__ int red[kQGroups][2][kW];
@@ -202,7 +195,6 @@ __global__ __launch_bounds__(kQGroups * kQThreads) void prologue(const uint16_t*
     red[grp][1][tid / kLanes] = mn;
   }
   __syncthreads();
-  if (MOE_PRO_STATS && threadIdx.x == 0) PS_MAX(3);
   mx = red[grp][0][0];
   mn = red[grp][1][0];
   for (int w = 1; w < kW; ++w) {
@@ -217,16 +209,12 @@ __global__ __launch_bounds__(kQGroups * kQThreads) void prologue(const uint16_t*
   if (tid == 0) {
     xr[2 * t] = R;
     xr[2 * t + 1] = flag;
-    if (MOE_PRO_STATS) PS_MAX(1);
   }
 }
 
 // PRO: the combine (moe_pipeline's, same order) as a programmatic dependent of down.
 __global__ void combine_dep(const moe_pipeline::YElem* y, int64_t M, int H, int total_top_k, uint16_t* out) {
   moe_wg8::dep_wait();
-#if MOE_PRO_STATS
-  if (blockIdx.x == 0 && threadIdx.x == 0) moe_tiled::ps_print();
-#endif
   moe_pipeline::combine_rows(y, M, H, total_top_k, out);
 }
 
@@ -257,10 +245,6 @@ __global__ __launch_bounds__(C::kThreads, 1) void gate_up(MoeArgs a, Ws2 ws2) {
   __shared__ int rref[C::BM];
   const int bt = tile_index<OVL>();
   if constexpr (PRO) moe_wg8::dep_wait();  // the prologue's output
-  if (MOE_PRO_STATS && threadIdx.x == 0) {
-    PS_MIN(6);
-    PS_MAX(7);
-  }
   if constexpr (OVL) moe_wg8::dep_release();
   if (bt >= *ws.p.n_tiles) return;
   const TileE tile = tile_of(ws2, bt);

@@ -235,9 +235,6 @@ __global__ __launch_bounds__(kThreads, C::kMinBlocks) void down_persist(MoeArgs 
 // moe_pipeline::combine after the dependent-launch wait.
 __global__ void combine(const moe_pipeline::YElem* y, int64_t M, int H, int total_top_k, uint16_t* out) {
   dep_wait();
-#if MOE_PRO_STATS
-  if (blockIdx.x == 0 && threadIdx.x == 0) moe_tiled::ps_print();
-#endif
   moe_pipeline::combine_rows(y, M, H, total_top_k, out);
 }
 

@@ -210,46 +210,6 @@ __device__ __forceinline__ int block_inclusive_sum(int v, int* wsum, int* total)
   return v + (warp > 0 ? wsum[warp - 1] : 0);
 }
 
-#ifndef MOE_PRO_STATS  // measurement (v54p): when the prologue's quantizer and route blocks end, when gate_up starts
-#define MOE_PRO_STATS 0
-#endif
-#if MOE_PRO_STATS
-// globaltimer ns: [0] first quantizer block start, [1] last quantizer end, [2] last quantizer start, [3] last quantizer
-// past its scan (values in, scales found), [4] / [5] the route
-// block's start / end, [6] / [7] gate_up blocks' first / last release from their dependent wait, [8..10] route_fast's
-// phases (ids in and lists reset, counted, tiles written); printed by the combine for one call in 8.
-__device__ unsigned long long ps_t[12];
-__device__ int ps_calls;
-__device__ inline void ps_min(int k) {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  atomicMin(ps_t + k, t);
-}
-__device__ inline void ps_max(int k) {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  atomicMax(ps_t + k, t);
-}
-__device__ inline void ps_reset() {
-  for (int k = 0; k < 12; ++k) ps_t[k] = (k == 0 || k == 4 || k == 6) ? ~0ull : 0ull;
-}
-__device__ inline void ps_print() {
-  if (++ps_calls % 8 == 2) {
-    const unsigned long long t0 = min(ps_t[0], ps_t[4]);
-    auto us = [&](int k) { return double(ps_t[k] - t0) / 1e3; };
-    printf("PRO quantize blocks start %.2f..%.2f scanned ..%.2f end ..%.2f us; route start %.2f, reset %.2f, counted %.2f, tiles %.2f, "
-           "end %.2f us; gate_up released %.2f..%.2f us\n", us(0), us(2), us(3), us(1), us(4), us(8), us(9), us(10), us(5),
-           us(6), us(7));
-  }
-  ps_reset();
-}
-#define PS_MIN(k) ::moe_tiled::ps_min(k)
-#define PS_MAX(k) ::moe_tiled::ps_max(k)
-#else
-#define PS_MIN(k) (void)0
-#define PS_MAX(k) (void)0
-#endif
-
 // MOE_ROUTE_FAST's route, shared by route_block and moe_fp8r2::route_even_body (thread tid of blockDim.x >= E threads;
 // smem: 2 E + blockDim.x ints): reset() clears the lists (every thread, before the counts), tiles(e, first, mine, n)
 // writes expert e's `mine` tile entries from tile index `first` (n: its pairs), place(r, p) puts pair p at sorted row
@@ -265,12 +225,10 @@ __device__ __forceinline__ void route_fast(const int32_t* topk_ids, int P, int E
   for (int e = tid; e < E; e += blockDim.x) count[e] = 0;
   reset();
   __syncthreads();
-  if (MOE_PRO_STATS && tid == 0) PS_MAX(8);
   ids.each(topk_ids, P, tid, [&](int, int e) {
     if (e >= 0 && e < E) atomicAdd(&count[e], 1);
   });
   __syncthreads();
-  if (MOE_PRO_STATS && tid == 0) PS_MAX(9);
   const int mine = tid < E ? (count[tid] + tile_rows - 1) / tile_rows : 0;
   int total;
   const int first = block_inclusive_sum(mine, scan, &total) - mine;
@@ -281,7 +239,6 @@ __device__ __forceinline__ void route_fast(const int32_t* topk_ids, int P, int E
   }
   if (tid == 0) *n_tiles = total;
   __syncthreads();
-  if (MOE_PRO_STATS && tid == 0) PS_MAX(10);
   ids.each(topk_ids, P, tid, [&](int p, int e) {
     if (e >= 0 && e < E) place(row_off[e] + atomicAdd(&count[e], 1), p);
   });

@@ -124,18 +124,11 @@ __global__ __launch_bounds__(kPrologueThreads) void quantize_route(MoeArgs a, Ws
   extern __shared__ int smem_route[];
   const int tid = threadIdx.x;
   if (blockIdx.x == 0) {
-    if (MOE_PRO_STATS && tid == 0) PS_MIN(4);
     int32_t* af = ws.aflag;
     moe_tiled::route_block(a, ws.p, P, E, T, rows_max, tid, smem_route, [af](int r) { af[r] = 0; },
                            [](int, int) {});
     for (int i = tid; i < n_cnt; i += blockDim.x) cnt[i] = 0;
-    if (MOE_PRO_STATS) __syncthreads();
-    if (MOE_PRO_STATS && tid == 0) PS_MAX(5);
     return;
-  }
-  if (MOE_PRO_STATS && tid == 0) {
-    PS_MIN(0);
-    PS_MAX(2);
   }
   constexpr int kQThreads = QT, kQTokens = kPrologueThreads / QT;
   static_assert(kPrologueThreads % QT == 0 && QT >= kQThreadsMin, "whole tokens a block");
@@ -163,7 +156,6 @@ __global__ __launch_bounds__(kPrologueThreads) void quantize_route(MoeArgs a, Ws
     red[sub][1][st / kLanes] = mn;
   }
   __syncthreads();
-  if (MOE_PRO_STATS && tid == 0) PS_MAX(3);
   if (!live) return;
   mx = red[sub][0][0];
   mn = red[sub][1][0];
@@ -178,7 +170,6 @@ __global__ __launch_bounds__(kPrologueThreads) void quantize_route(MoeArgs a, Ws
   if (st == 0) {
     ws.xr[2 * t] = R;
     ws.xr[2 * t + 1] = flag;
-    if (MOE_PRO_STATS) PS_MAX(1);
   }
 }
 
@@ -204,10 +195,6 @@ __device__ inline bool gate_up_block(const MoeArgs& a, const Ws& ws, const Split
   __shared__ int rref[C::BM];
   __shared__ int last;
   moe_wg8::dep_wait();
-  if (MOE_PRO_STATS && threadIdx.x == 0) {
-    PS_MIN(6);
-    PS_MAX(7);
-  }
   moe_wg8::dep_release();
   const int n_tiles = *ws.p.n_tiles;
   if (bt >= n_tiles) return false;
