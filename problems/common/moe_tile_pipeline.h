@@ -310,20 +310,6 @@ __device__ __forceinline__ void route_block(const MoeArgs& a, const moe_pipeline
 #endif
 }
 
-// route_block without its list resets (moe v62, MOE_ROUTE_LEAN): -1 goes only to each expert's padding rows, the rows
-// its tiles cover past its pairs (rows past the last tile are never read): on E257 bs512 ~4k rows of one list instead of
-// 12.6k rows of two; per-row flags are the caller's to clear (moe_wide27's quantizer blocks).
-__device__ __forceinline__ void route_block_lean(const MoeArgs& a, const moe_pipeline::Workspace& ws, int P, int E,
-                                                 int tile_rows, int tid, int* smem) {
-  route_fast(
-      a.topk_ids, P, E, tile_rows, tid, smem, ws.n_tiles, [] {},
-      [&](int e, int first, int mine, int n) {
-        for (int i = 0; i < mine; ++i) ws.tiles[first + i] = Tile{e, (first + i) * tile_rows};
-        for (int r = first * tile_rows + n; r < (first + mine) * tile_rows; ++r) ws.sorted_pair[r] = -1;
-      },
-      [&](int r, int p) { ws.sorted_pair[r] = p; });
-}
-
 template <class C, class D>
 constexpr int gate_up_smem() {
   return std::max(moe_tile::Layout<C, D>::kPipeBytes, C::BN * (C::BM + 4) * 4);

@@ -116,9 +116,6 @@ __device__ inline void dispatch_cols(int rows, F&& f) {
 // quantize 1024 / QT tokens each (moe_fp8r::quantize_hidden's rule, QT threads a token, up to 4 groups of 8
 // values a thread).
 constexpr int kPrologueThreads = 1024, kQThreadsMin = 256;
-#ifndef MOE_ROUTE_LEAN  // moe v62: the route block stores only padding rows' -1; the quantizer blocks clear the row flags
-#define MOE_ROUTE_LEAN 0
-#endif
 
 template <int FORCE, int QT>
 __global__ __launch_bounds__(kPrologueThreads) void quantize_route(MoeArgs a, Ws ws, int P, int E, int T, int rows_max,
@@ -127,20 +124,12 @@ __global__ __launch_bounds__(kPrologueThreads) void quantize_route(MoeArgs a, Ws
   extern __shared__ int smem_route[];
   const int tid = threadIdx.x;
   if (blockIdx.x == 0) {
-#if MOE_ROUTE_LEAN
-    moe_tiled::route_block_lean(a, ws.p, P, E, T, tid, smem_route);
-#else
     int32_t* af = ws.aflag;
     moe_tiled::route_block(a, ws.p, P, E, T, rows_max, tid, smem_route, [af](int r) { af[r] = 0; },
                            [](int, int) {});
-#endif
     for (int i = tid; i < n_cnt; i += blockDim.x) cnt[i] = 0;
     return;
   }
-#if MOE_ROUTE_LEAN  // the row flags, cleared by the quantizer blocks instead of the route block
-  for (int r = (int(blockIdx.x) - 1) * int(blockDim.x) + tid; r < rows_max; r += (int(gridDim.x) - 1) * int(blockDim.x))
-    ws.aflag[r] = 0;
-#endif
   constexpr int kQThreads = QT, kQTokens = kPrologueThreads / QT;
   static_assert(kPrologueThreads % QT == 0 && QT >= kQThreadsMin, "whole tokens a block");
   constexpr int kWarps = kQThreads / kLanes, kMaxJ = 4;
