@@ -150,24 +150,25 @@ class CpuDevice final : public Device {
 
  private:
   // Evicts the caches by writing every cache line of a buffer of the requested size; clean: then reading every
-  // line of a second one (zeros), which evicts the dirty lines.
+  // line of a second one (zeros, allocated on first use), which evicts the dirty lines.
   void flush(std::size_t bytes, bool clean) {
     if (bytes != flush_bytes_) {
       std::free(flush_buf_);
-      flush_buf_ = static_cast<unsigned char*>(aligned_host_alloc(2 * bytes));
-      std::memset(flush_buf_ + bytes, 0, bytes);
+      flush_buf_ = static_cast<unsigned char*>(aligned_host_alloc(bytes));
       flush_bytes_ = bytes;
     }
     ++flush_tick_;
     for (std::size_t i = 0; i < bytes; i += 64) flush_buf_[i] = flush_tick_;
     if (!clean) return;
-    unsigned char x = 0;
-    for (std::size_t i = bytes; i < 2 * bytes; i += 64) x |= flush_buf_[i];
+    if (clean_buf_.size() != bytes) clean_buf_.assign(bytes, 0);
+    unsigned char x = 0;  // used below, so the reads stay
+    for (std::size_t i = 0; i < bytes; i += 64) x |= clean_buf_[i];
     if (x != 0) throw std::logic_error("the clean flush buffer changed");
   }
   unsigned char* flush_buf_ = nullptr;
   std::size_t flush_bytes_ = 0;
   unsigned char flush_tick_ = 0;
+  std::vector<unsigned char> clean_buf_;
 };
 
 }  // namespace

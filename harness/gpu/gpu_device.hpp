@@ -58,8 +58,7 @@ class GpuDevice final : public Device {
   void* flush_buffer_ = nullptr;
   std::size_t flush_buffer_bytes_ = 0;
   uint8_t flush_value_ = 0;
-  void* clean_buffer_ = nullptr;  // zeros, read after the flush by --clean-flush
-  std::size_t clean_buffer_bytes_ = 0;
+  void* clean_buffer_ = nullptr;  // clean_sweep_size() bytes of zeros, read after the flush by --clean-flush
   double spin_ticks_per_s_ = 0;
   double spin_seconds_ = 0.002;  // grows when a call is found not hidden
   int host_exposed_ = 0;

@@ -81,12 +81,10 @@ std::size_t GpuDevice::clean_sweep_size() const {
 // the start event) and leaves only clean lines behind. The buffer holds zeros, so the sweep's store never happens.
 void GpuDevice::write_back_dirty_lines() {
   if (!clean_buffer_) {
-    const std::size_t bytes = clean_sweep_size();
-    clean_buffer_ = alloc(bytes);
-    clean_buffer_bytes_ = bytes;
-    HARNESS_GPU_CHECK(hipMemsetAsync(clean_buffer_, 0, bytes, default_queue()));
+    clean_buffer_ = alloc(clean_sweep_size());
+    HARNESS_GPU_CHECK(hipMemsetAsync(clean_buffer_, 0, clean_sweep_size(), default_queue()));
   }
-  launch_read_sweep(default_queue(), clean_buffer_, clean_buffer_bytes_);
+  launch_read_sweep(default_queue(), clean_buffer_, clean_sweep_size());
 }
 
 void GpuDevice::enqueue_host_hiding_wait() {
