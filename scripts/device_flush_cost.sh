@@ -24,14 +24,16 @@ import json, sys
 runs = {}
 for how in ("official", "clean", "hot"):
     try:
-        runs[how] = {s["label"]: s.get("mean_ns") for s in json.load(open(f"{sys.argv[1]}_{how}.json"))["runs"][0]["shapes"]}
+        runs[how] = {(s["index"], s["label"]): s.get("mean_ns")
+                     for s in json.load(open(f"{sys.argv[1]}_{how}.json"))["runs"][0]["shapes"]}
     except (OSError, ValueError, KeyError, IndexError) as e:
         print(f"{how}: no results ({e})"); sys.exit(1)
-print(f"{'shape':44} {'official':>9} {'clean':>9} {'hot':>9} {'dirty':>7} {'cold':>7}  (us)")
-for label, o in runs["official"].items():
-    c, h = runs["clean"].get(label), runs["hot"].get(label)
+print(f"{'#':>2} {'shape':52} {'official':>9} {'clean':>9} {'hot':>9} {'dirty':>7} {'cold':>7}  (us)")
+for key, o in runs["official"].items():
+    c, h = runs["clean"].get(key), runs["hot"].get(key)
+    name = f"{key[0]:2} {key[1][:52]:52}"
     if not (o and c and h):
-        print(f"{label[:44]:44} not timed in every run"); continue
-    print(f"{label[:44]:44} {o/1e3:9.2f} {c/1e3:9.2f} {h/1e3:9.2f} {(o-c)/1e3:7.2f} {(c-h)/1e3:7.2f}")
+        print(f"{name} not timed in every run"); continue
+    print(f"{name} {o/1e3:9.2f} {c/1e3:9.2f} {h/1e3:9.2f} {(o-c)/1e3:7.2f} {(c-h)/1e3:7.2f}")
 PY
 exit $(( rc || $? ))
