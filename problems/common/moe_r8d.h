@@ -89,8 +89,7 @@ __device__ inline void local_tile(const int32_t* topk_ids, int P, int E, int til
   __syncthreads();
 }
 
-// PG > 0: persistent, gridDim.y rows of blocks walk the tiles (tile blockIdx.y, then + gridDim.y, ...).
-template <class C, int MINB, int PF, bool LR, int PG = 0>
+template <class C, int MINB, int PF, bool LR>
 __global__ __launch_bounds__(kThreads, MINB) void gate_up_r8d(MoeArgs a, Workspace ws, Sync sy, const int* flag, int P,
                                                               int E) {
   constexpr bool OPQ = true, FOLD = true;
@@ -103,7 +102,7 @@ __global__ __launch_bounds__(kThreads, MINB) void gate_up_r8d(MoeArgs a, Workspa
   __shared__ int token_s[C::BN];
   __shared__ int2 tile_sh;
   __shared__ volatile uint32_t tab_sh;
-  for (int tile_index = int(blockIdx.y);; tile_index += int(gridDim.y)) {
+  const int tile_index = int(blockIdx.y);
   const int H = a.cfg.d_hidden, I = a.cfg.d_expert, T = a.cfg.total_top_k, KB = H / 32;
   constexpr int kHalf = C::BM / 2, KS = C::KS_;
   const int n0 = blockIdx.x * kHalf;
@@ -139,7 +138,7 @@ __global__ __launch_bounds__(kThreads, MINB) void gate_up_r8d(MoeArgs a, Workspa
     }
     __syncthreads();
   }
-  if (tile_sh.x < 0) break;
+  if (tile_sh.x < 0) return;
   const Tile tile{tile_sh.x, tile_sh.y};
   for (int i = tid; i < C::BM / 16; i += kThreads) rg[i] = (i < kHalf / 16 ? n0 : I + n0 - kHalf) / 16 + i;
   __syncthreads();
@@ -303,13 +302,11 @@ __global__ __launch_bounds__(kThreads, MINB) void gate_up_r8d(MoeArgs a, Workspa
   __threadfence();  // this thread's a8 / as stores, before the block's signal
   __syncthreads();
   if (threadIdx.x == 0) atomicAdd(sy.ready + tile_index, 1);
-  if constexpr (PG == 0) break;
-  }
 }
 
 
 // moe_rows8x::launch8x with gate_up_r8d<FC, MINB, PF, LR> (OPQ and FOLD on, as Rows8XPath<>).
-template <class FC, int MINB, class G2, int PF, bool LR, int AHEAD, bool C4, bool TB, int PG = 0>
+template <class FC, int MINB, class G2, int PF, bool LR, int AHEAD, bool C4, bool TB>
 void launch_r8d(const MoeArgs& a) {
   constexpr int kPrologueThreads = moe_rows8b::kPrologueThreads;
   if (a.workspace_size < moe_rows8x::workspace8x(a.cfg)) throw std::invalid_argument("moe_mxfp4: workspace too small");
@@ -327,21 +324,12 @@ void launch_r8d(const MoeArgs& a) {
                        int(s.E), int(s.rows_max), n8, sy.ready, int(s.tiles_max + 1), sy.row_w, flag, sy.unfolded);
   constexpr int sm1 = FC::kPipeBytes > 8 * 68 * 4 ? FC::kPipeBytes : 8 * 68 * 4, sm2 = G2::kPipeBytes;
   static_assert(!LR || sm1 >= int(sizeof(int)) * (2 + kMaxE + 64), "LR counts in the pipeline buffers");
-  moe_wg8::allow_smem(gate_up_r8d<FC, MINB, PF, LR, PG>, sm1);
+  moe_wg8::allow_smem(gate_up_r8d<FC, MINB, PF, LR>, sm1);
   // TB: gate_up rows of the grid for at most sum over the experts of ceil(count / 8) <= (P + 7 min(E, P)) / 8 tiles
   // (tiles_max = ceil(P / 8) + E: ~1.9x as many at E 257 bs 16; the extra blocks only read the tile count and exit,
   // but the down grid starts only after every gate_up block has started)
-  int64_t tiles = TB ? std::min<int64_t>(s.tiles_max, (s.P + 7 * std::min(s.E, s.P)) / 8) : s.tiles_max;
-  if (PG > 0) {  // PG blocks an SM walk the tiles; the down's first blocks fit beside them
-    static const int sms = [] {
-      int dev = 0, n = 0;
-      moe_pipeline::check(hipGetDevice(&dev), "device");
-      moe_pipeline::check(hipDeviceGetAttribute(&n, hipDeviceAttributeMultiprocessorCount, dev), "SM count");
-      return n;
-    }();
-    tiles = std::min<int64_t>(tiles, std::max<int64_t>(1, int64_t(PG) * sms / (s.I / 32)));
-  }
-  moe_rows8::launch_ex(gate_up_r8d<FC, MINB, PF, LR, PG>, dim3(unsigned(s.I / 32), unsigned(tiles)), dim3(kThreads),
+  const int64_t tiles = TB ? std::min<int64_t>(s.tiles_max, (s.P + 7 * std::min(s.E, s.P)) / 8) : s.tiles_max;
+  moe_rows8::launch_ex(gate_up_r8d<FC, MINB, PF, LR>, dim3(unsigned(s.I / 32), unsigned(tiles)), dim3(kThreads),
                        sm1, true, "s8 gate_up", a, ws, sy, static_cast<const int*>(flag), int(s.P), int(s.E));
   moe_wg8::allow_smem(moe_rows8b::down_dyn<G2, AHEAD>, sm2);
   int64_t grid = moe_rows8b::dyn_slots<G2, AHEAD>(sm2);  // blocks that fit (occupancy query)
@@ -364,7 +352,7 @@ void launch_r8d(const MoeArgs& a) {
 // The 8-row path (moe_rows8x::Rows8XPath<>'s shapes, stages and down) with the gate_up's L2 prefetch distance PF
 // (stages; 0: none) and local routing LR.
 template <int PF = 0, bool LR = true, int ST = 5, int MINB = 4, class G2 = moe_wg8::Cfg<4, 4, 3, 1, 3>, int AHEAD = 2,
-          bool C4 = false, bool TB = true, int PG = 0>
+          bool C4 = false, bool TB = true>
 struct Path {
   using FC = moe_rows8x::S8Cfg<ST, true>;
   static bool applies(const MoeConfig& c) {
@@ -372,7 +360,7 @@ struct Path {
            c.n_routed_experts + c.n_shared_experts <= kMaxE;
   }
   static size_t workspace_bytes(const MoeConfig& c) { return moe_rows8x::workspace8x(c); }
-  static void launch(const MoeArgs& a) { launch_r8d<FC, MINB, G2, PF, LR, AHEAD, C4, TB, PG>(a); }
+  static void launch(const MoeArgs& a) { launch_r8d<FC, MINB, G2, PF, LR, AHEAD, C4, TB>(a); }
 };
 #endif  // MOE_WG8_HOST
 
