@@ -41,30 +41,11 @@ using moe_v37::G27d;
 // 1024 threads) with G27d's gate_up.
 using Path32 = moe_w32::PathOf<moe_w32::Plan<G27d, moe_w32::G27, 1, 4, 0, V37_FORCE, 256>,
                                moe_w32::Plan<G27d, moe_v37::G27Plan2, 2, 2, 0, V37_FORCE, 1024>>;
-#if defined(MOE_R8_PATH)  // another configuration of the 8-row chain (v67-v69's measurement)
-using R8 = MOE_R8_PATH;
-#else
-using R8 = moe_r8d::Path<>;
-#endif
-#if defined(MOE_R8_UPTO)
-// The 8-row chain also for shapes of up to MOE_R8_UPTO rows an expert (v63's measurement).
-struct R8Upto : moe_r8d::Path<> {
-  static bool applies(const MoeConfig& c) {
-    using P = moe_r8d::Path<>;
-    return c.bs * c.n_experts_per_token / c.n_routed_experts <= MOE_R8_UPTO && c.d_expert <= 512 &&
-           moe_rows8b::supports8b<P::FC, moe_wg8::Cfg<4, 4, 3, 1, 3>, 2>(c) &&
-           c.n_routed_experts + c.n_shared_experts <= moe_r8d::kMaxE;
-  }
-};
-using Front32 = Or<R8Upto, Path32>;
-#else
-using Front32 = Path32;
-#endif
 #if V37_FORCE
 using Paths = Dispatch<Or<moe_rows8x::Rows8XPath<>, V20Rows8>, Or<Path32, moe_wide22::Path32>,
                        Or<moe_ws30::PathOf<moe_ws30::G160w, moe_ws30::G160w, V37_FORCE>, V20Rows64>>;
 #else
-using Paths = Dispatch<Or<R8, Or<moe_rows8x::Rows8XPath<>, V20Rows8>>, Or<Front32, moe_wide22::Path32>,
+using Paths = Dispatch<Or<moe_r8d::Path<>, Or<moe_rows8x::Rows8XPath<>, V20Rows8>>, Or<Path32, moe_wide22::Path32>,
                        Or<moe_ws30::Path, V20Rows64>>;
 #endif
 #else

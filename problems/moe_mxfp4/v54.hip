@@ -20,7 +20,7 @@
 #endif
 #define V37_FORCE V54_FORCE  // v37.hip without its own registration
 #include "problems/moe_mxfp4/v37.hip"
-#if !V54_FORCE && !defined(V54_BASE_ONLY)
+#if !V54_FORCE && !defined(V54_BASE_ONLY)  // V54_BASE_ONLY: a variant built on v54 registers itself
 MOE_MXFP4_VARIANT("v54", gpu, "v52 with the E33 bs128 plan's 32-row down storing y without the staging",
                   "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
                   "gate_up_weight_scale,down_weight_scale,topk_weights,topk_ids",
