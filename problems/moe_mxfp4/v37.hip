@@ -41,23 +41,11 @@ using moe_v37::G27d;
 // 1024 threads) with G27d's gate_up.
 using Path32 = moe_w32::PathOf<moe_w32::Plan<G27d, moe_w32::G27, 1, 4, 0, V37_FORCE, 256>,
                                moe_w32::Plan<G27d, moe_v37::G27Plan2, 2, 2, 0, V37_FORCE, 1024>>;
-#if defined(MOE_R64_FROM)
-// The 64-row path (tiles of up to 160 rows) also for shapes of more than MOE_R64_FROM rows an expert (v70 / v71's
-// measurement).
-struct R64From : moe_ws30::Path {
-  static bool applies(const MoeConfig& c) {
-    return c.bs * c.n_experts_per_token / c.n_routed_experts > MOE_R64_FROM && moe_fp8r::supports(c);
-  }
-};
-using Front32 = Or<R64From, Path32>;
-#else
-using Front32 = Path32;
-#endif
 #if V37_FORCE
 using Paths = Dispatch<Or<moe_rows8x::Rows8XPath<>, V20Rows8>, Or<Path32, moe_wide22::Path32>,
                        Or<moe_ws30::PathOf<moe_ws30::G160w, moe_ws30::G160w, V37_FORCE>, V20Rows64>>;
 #else
-using Paths = Dispatch<Or<moe_r8d::Path<>, Or<moe_rows8x::Rows8XPath<>, V20Rows8>>, Or<Front32, moe_wide22::Path32>,
+using Paths = Dispatch<Or<moe_r8d::Path<>, Or<moe_rows8x::Rows8XPath<>, V20Rows8>>, Or<Path32, moe_wide22::Path32>,
                        Or<moe_ws30::Path, V20Rows64>>;
 #endif
 #else
