@@ -14,7 +14,7 @@
 # gpu: every GPU variant of the build); MLA_LB / MOE_LB: variants in leaderboard mode (and graph/hot
 # for mla; default: the best variants, v26 / v54), MLA_LB_SHAPES / MOE_LB_SHAPES (default 0,3,7 / 0,3); EXPORT_S: seconds for the export step; STEPS: comma-separated step names to run (default
 # all: mla_test moe_test mla_bench moe_bench export mla_leaderboard moe_leaderboard mla_graph mla_hot
-# engine_check).
+# engine_check sanitize); SANITIZE_TOOLS: compute-sanitizer tools of the sanitize step (default memcheck synccheck).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:?usage: scripts/device_all.sh DIR}
@@ -58,6 +58,10 @@ if [[ -x "$h" ]]; then  # exports the build's GPU variants itself unless DIR/sub
 fi
 step mla_leaderboard 40 "$h" run mla_decode --variant "$mla_best" --mode leaderboard --shapes "${MLA_LB_SHAPES:-0,3,7}" --json "$out/mla_leaderboard.json"
 step moe_leaderboard 60 "$h" run moe_mxfp4 --variant "$moe_best" --mode leaderboard --shapes "${MOE_LB_SHAPES:-0,3}" --json "$out/moe_leaderboard.json"
+# compute-sanitizer over the best variants, test and benchmark shapes (scripts/device_sanitize.sh; ~30 s for these tools)
+# shellcheck disable=SC2016
+OUT=$out TOOLS=${SANITIZE_TOOLS:-memcheck synccheck} TIMEOUT_S=60 step sanitize 150 \
+  bash -c 'scripts/device_sanitize.sh "$0" mla_decode "$1"; scripts/device_sanitize.sh "$0" moe_mxfp4 "$2"' "$dir" "$mla_best" "$moe_best"
 
 results=()
 for n in mla_test moe_test mla_bench moe_bench mla_leaderboard moe_leaderboard mla_graph mla_hot; do
@@ -67,6 +71,7 @@ done
 (( ${#results[@]} )) && python3 scripts/summarize_results.py "${results[@]}" > "$out/summary.txt" 2>&1
 tail -n 16 "$out/engine_check.log" >> "$out/summary.txt" 2>/dev/null
 grep "largest moe" "$out/gpu_engine_tests.log" >> "$out/summary.txt" 2>/dev/null
+grep -A8 "^device_sanitize" "$out/sanitize.log" >> "$out/summary.txt" 2>/dev/null
 tail -n 40 "$out/export.log" 2>/dev/null > "$out/export_tail.txt"
 cat "$out/summary.txt"
 cat "$out/export_tail.txt"

@@ -8,9 +8,14 @@
 #     VARIANTS    comma-separated (each sanitized on its own)
 #     SHAPE_SETS  comma-separated among test, benchmark (default: test,benchmark)
 # Environment: TOOLS (default "memcheck racecheck synccheck initcheck"), SHAPES (benchmark shape indices, default
-# all), TIMEOUT_S (a run's limit, default 240), DEADLINE_S (default 540: runs that would start later are skipped).
-# Output: $OUT/sanitize/<problem>_<variant>_<set>_<tool>.log; one line per run last: the tool's summary line and
-# the harness's exit status (1: a verdict failed under the tool; 124: timed out).
+# all), TIMEOUT_S (a run's limit, default 240), DEADLINE_S (default 540: runs that would start later are skipped),
+# PRINT_LIMIT (errors printed a run, default 20; the distinct code sites are counted among the printed ones).
+# Output: $OUT/sanitize/<problem>_<variant>_<set>_<tool>.log and, where errors were printed, .sites (count, site);
+# one line per run last: the tool's summary, the distinct sites and the harness's exit status (1: a verdict failed
+# under the tool; 124: timed out).
+# Known: initcheck reports moe's 32-row down (moe_wide27::down_run's load_act) copying its tile's padding rows of the
+# requantized activations, rows no gate_up block writes; their products land in output columns that are never stored
+# (docs/perf.md, session 18, calls 5-7).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 dir=${1:?usage: scripts/device_sanitize.sh DIR PROBLEM VARIANTS [SHAPE_SETS]}
@@ -35,11 +40,19 @@ for v in "${vlist[@]}"; do
       if (( $(date +%s) - start > ${DEADLINE_S:-540} )); then rows+=("$label: SKIPPED (deadline)"); continue; fi
       log="$out/${problem}_${v}_${set}_${tool}.log"
       t0=$(date +%s)
-      timeout -k 10 "${TIMEOUT_S:-240}" "$san" --tool "$tool" --print-limit 20 --error-exitcode 0 \
+      timeout -k 10 "${TIMEOUT_S:-240}" "$san" --tool "$tool" --print-limit "${PRINT_LIMIT:-20}" --error-exitcode 0 \
         "$dir/harness" run "$problem" --variant "$v" --mode test --no-isolate "${shape_args[@]}" > "$log" 2>&1
       rc=$?
-      summary=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$log" | tail -1 | sed 's/^=* *//')
-      rows+=("$label: ${summary:-no summary}; harness rc $rc; $(( $(date +%s) - t0 )) s")
+      summary=$(grep -E '(ERROR SUMMARY: [0-9]+ errors?$|RACECHECK SUMMARY)' "$log" | tail -1 | sed 's/^=* *//')
+      # a printed error's site: its kind, "at ... in FILE:LINE" and the first device frame's FILE:LINE (the caller of
+      # an inlined helper)
+      awk '/^=+ [A-Z][a-z]+ / && !/SUMMARY/ {kind = $0; sub(/^=+ /, "", kind); at = ""; next}
+           /^=+ +at / {at = $NF; next}
+           /Device Frame:/ && at != "" {print kind " at " at " <- " $NF; at = ""}' "$log" |
+        sort | uniq -c | sort -rn > "${log%.log}.sites"
+      sites=$(wc -l < "${log%.log}.sites")
+      [[ $sites -gt 0 ]] || rm -f "${log%.log}.sites"
+      rows+=("$label: ${summary:-no summary}; $sites distinct sites; harness rc $rc; $(( $(date +%s) - t0 )) s")
     done
   done
 done
