@@ -179,6 +179,13 @@ __device__ inline void cp_async(void* smem_dst, const void* gmem_src) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(d), "l"(gmem_src), "n"(N) : "memory");
 #endif
 }
+// cp_async<16> when valid; otherwise the 16 bytes are zero-filled and global memory is not read.
+__device__ inline void cp_async16_zfill(void* smem_dst, const void* gmem_src, bool valid) {
+#if defined(__CUDA_ARCH__)
+  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem_src), "r"(valid ? 16 : 0) : "memory");
+#endif
+}
 __device__ inline void cp_commit() {
 #if defined(__CUDA_ARCH__)
   asm volatile("cp.async.commit_group;\n" ::: "memory");

@@ -83,6 +83,7 @@ template <int WM_, int MT_, int BN_, int KS_, int STAGES_, int NB_ = 2, bool PF_
           bool NOBR_ = false>
 struct Cfg {
   static constexpr bool kNoBranch = NOBR_;
+  static constexpr bool kZeroPad = false;  // down: the tile's padding rows of activations zero-filled, not read (v72)
   static constexpr int WM = WM_, MT = MT_, BN = BN_, NG = BN_ / 8, KS = KS_, STAGES = STAGES_, NB = NB_;
   static constexpr int kMinBlocks = MINB_;
   static constexpr bool PF = PF_, EF = EF_;
@@ -495,7 +496,12 @@ __device__ inline void down_run(const MoeArgs& a, const Ws& ws, const Tile& tile
     const uint8_t* src = ws.p.a8 + int64_t(tile.row0) * I;
     for (int i = tid; i < NCOLS * chunks; i += C::kThreads) {
       const int c = (i / (8 * chunks)) * 8 + i % 8, ch = (i / 8) % chunks;
-      cp_async<16>(act + (c / 8) * sbo + ch * 128 + (c % 8) * 16, src + int64_t(c) * I + ch * 16);
+      // kZeroPad: padding rows (no gate_up block writes them) as zeros; their products went to unstored columns anyway
+      if constexpr (C::kZeroPad)
+        moe_tile::cp_async16_zfill(act + (c / 8) * sbo + ch * 128 + (c % 8) * 16, src + int64_t(c) * I + ch * 16,
+                                   pair[c] >= 0);
+      else
+        cp_async<16>(act + (c / 8) * sbo + ch * 128 + (c % 8) * 16, src + int64_t(c) * I + ch * 16);
     }
   };
 

@@ -23,12 +23,21 @@ struct G27d : moe_w32::G27 {
 };
 // The E33 bs128 plan's down configuration: moe_w32::G27, or (v54) G27 without the staged y rows (MOE_Y_STAGED staged
 // both plans' in v51-v52).
+// MOE_DOWN_ZERO_PAD (v72): both plans' downs zero-fill their tiles' padding rows of activations instead of reading
+// them (rows no gate_up block writes: compute-sanitizer's initcheck reported the reads).
+#if defined(MOE_DOWN_ZERO_PAD)
+struct G27Down1 : moe_w32::G27 {
+  static constexpr bool kZeroPad = true;
+};
+#else
+using G27Down1 = moe_w32::G27;
+#endif
 #if defined(MOE_Y_STAGED_PLAN1)
-struct G27Plan2 : moe_w32::G27 {
+struct G27Plan2 : G27Down1 {
   static constexpr bool kYStage = false;
 };
 #else
-using G27Plan2 = moe_w32::G27;
+using G27Plan2 = G27Down1;
 #endif
 }  // namespace moe_v37
 #endif
@@ -39,7 +48,7 @@ using namespace moe_dispatch;
 using moe_v37::G27d;
 // moe_w32::Path's plans (E257 bs512: 1 gate_up part, down NS 4, 256-thread prologue blocks; E33 bs128: 2 parts, NS 2,
 // 1024 threads) with G27d's gate_up.
-using Path32 = moe_w32::PathOf<moe_w32::Plan<G27d, moe_w32::G27, 1, 4, 0, V37_FORCE, 256>,
+using Path32 = moe_w32::PathOf<moe_w32::Plan<G27d, moe_v37::G27Down1, 1, 4, 0, V37_FORCE, 256>,
                                moe_w32::Plan<G27d, moe_v37::G27Plan2, 2, 2, 0, V37_FORCE, 1024>>;
 #if V37_FORCE
 using Paths = Dispatch<Or<moe_rows8x::Rows8XPath<>, V20Rows8>, Or<Path32, moe_wide22::Path32>,
