@@ -21,10 +21,9 @@ namespace moe_v37 {  // named: a kernel argument type in the file's unnamed name
 struct G27d : moe_w32::G27 {
   static constexpr int DIST = moe_w32::G27::STAGES - 2;
 };
-// The E33 bs128 plan's down configuration: moe_w32::G27, or (v54) G27 without the staged y rows (MOE_Y_STAGED staged
-// both plans' in v51-v52).
-// MOE_DOWN_ZERO_PAD (v72): both plans' downs zero-fill their tiles' padding rows of activations instead of reading
-// them (rows no gate_up block writes: compute-sanitizer's initcheck reported the reads).
+// The E257 bs512 plan's down configuration: moe_w32::G27, or (MOE_DOWN_ZERO_PAD, v72) G27 zero-filling its tiles'
+// padding rows of activations instead of reading them (rows no gate_up block writes: compute-sanitizer's initcheck
+// reported the reads).
 #if defined(MOE_DOWN_ZERO_PAD)
 struct G27Down1 : moe_w32::G27 {
   static constexpr bool kZeroPad = true;
@@ -32,6 +31,8 @@ struct G27Down1 : moe_w32::G27 {
 #else
 using G27Down1 = moe_w32::G27;
 #endif
+// The E33 bs128 plan's down configuration: G27Down1, or (v54) without the staged y rows (MOE_Y_STAGED staged both
+// plans' in v51-v52).
 #if defined(MOE_Y_STAGED_PLAN1)
 struct G27Plan2 : G27Down1 {
   static constexpr bool kYStage = false;
