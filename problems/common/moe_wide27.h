@@ -496,12 +496,11 @@ __device__ inline void down_run(const MoeArgs& a, const Ws& ws, const Tile& tile
     const uint8_t* src = ws.p.a8 + int64_t(tile.row0) * I;
     for (int i = tid; i < NCOLS * chunks; i += C::kThreads) {
       const int c = (i / (8 * chunks)) * 8 + i % 8, ch = (i / 8) % chunks;
+      uint8_t* to = act + (c / 8) * sbo + ch * 128 + (c % 8) * 16;
+      const uint8_t* from = src + int64_t(c) * I + ch * 16;
       // kZeroPad: padding rows (no gate_up block writes them) as zeros; their products went to unstored columns anyway
-      if constexpr (C::kZeroPad)
-        moe_tile::cp_async16_zfill(act + (c / 8) * sbo + ch * 128 + (c % 8) * 16, src + int64_t(c) * I + ch * 16,
-                                   pair[c] >= 0);
-      else
-        cp_async<16>(act + (c / 8) * sbo + ch * 128 + (c % 8) * 16, src + int64_t(c) * I + ch * 16);
+      if constexpr (C::kZeroPad) moe_tile::cp_async16_zfill(to, from, pair[c] >= 0);
+      else cp_async<16>(to, from);
     }
   };
 
