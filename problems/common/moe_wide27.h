@@ -233,7 +233,8 @@ __device__ inline bool gate_up_block(const MoeArgs& a, const Ws& ws, const Split
   bool done = false;
   dispatch_cols<C>(nreal, [&](auto n_tag) {
     constexpr int NC = decltype(n_tag)::value;
-    moe_fp8r::run_mainloop<C, NC, FORCE>(wq, wsc, ws.p.x8 + z * KBp * 32, KB, KBp, rg, xoff, smem, acc, rref, wflag);
+    moe_fp8r::run_mainloop<C, NC, FORCE, moe_fp8r::kX8KT>(wq, wsc, ws.p.x8 + z * KBp * 32, KB, KBp, rg, xoff, smem, acc,
+                                                         rref, wflag);
     if constexpr (S > 1) {
       const moe_wide16::AccIndex<C> ixs;
 #pragma unroll
