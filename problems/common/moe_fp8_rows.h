@@ -363,16 +363,18 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
     const int i = tid + n * C::kThreads, r = i / (C::KS * 16), ch = i % (C::KS * 16);
     woff[n] = uint32_t(rg[r]) * rg_bytes + uint32_t(ch) * 16u;
   }
-  // KT: the 16-byte chunk (row cc, k-block kb) of a group's stage slice lands at chunk cc KS + (kb ^ ((cc >> 1) & 3)):
-  // the 8 chunks of one 128-byte source line (kb, cc 0..7 or 8..15) and the 8 chunks a quarter warp's 16-byte
-  // loads take (rows 2p / 2p + 1, k-blocks 0..3) both fall in 8 distinct bank groups. (Unswizzled, [row][kb] cost the
-  // copies 4-way conflicts: +41% on the 32-row gate_up.) Every thread's chunks share ch = tid % 64 (kThreads % 64 == 0).
+  // KT: a group's stage slice keeps the source's 128-byte lines (k-block kb, rows h 8 .. h 8 + 7) but stores row g of a
+  // line at chunk (g & 1) 4 + ((g >> 1) ^ kb): a copy then moves whole lines (cp.async splits a warp's copy into one
+  // transfer per line it scatters to: the form that scattered the chunks ran the 32-row gate_up 41% slower), and the
+  // 8 chunks a quarter warp's 16-byte loads take (rows 2p / 2p + 1, k-blocks 0..3) fall in 8 distinct bank groups.
+  // Every thread's chunks share ch = tid % 64 (kThreads % 64 == 0).
+  auto kt_chunk = [](int g, int kb) { return (g & 1) * 4 + (((g >> 1) ^ kb) & 3); };
   uint32_t kt_dst = 0, kt_src = 0;
   if constexpr (KT) {
     static_assert(C::KS == 4 && C::kThreads % 64 == 0, "KT: a stage is the 4 k-blocks of one x8_word interleave");
-    const int ch = tid % 64, kb = ch / 16, cc = ch % 16;
-    kt_dst = uint32_t(tid - ch + cc * 4 + (kb ^ ((cc >> 1) & 3))) * 16u;
-    kt_src = uint32_t(g * 64 + 16 * ((lane % 4) ^ ((g >> 1) & 3)));  // row g's (or g + 8's, + 512) k-block lane % 4
+    const int ch = tid % 64;
+    kt_dst = uint32_t(tid - ch + (ch & ~7) + kt_chunk(ch % 8, ch / 16)) * 16u;
+    kt_src = uint32_t((lane % 4) * 256 + kt_chunk(g, lane % 4) * 16);  // row g's (g + 8's: + 128) k-block lane % 4
   }
   const int srow = tid % C::BM;  // the scale row this thread copies (threads tid < BM)
   const uint32_t soff = (uint32_t(rg[srow / 16]) * 16u + uint32_t(srow % 16)) * uint32_t(KB);
@@ -491,7 +493,7 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
     for (int m = 0; m < C::MT; ++m)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const uint4 v = *reinterpret_cast<const uint4*>(st + C::kW + (wm * C::MT + m) * C::KS * 256 + h * 512 + kt_src);
+        const uint4 v = *reinterpret_cast<const uint4*>(st + C::kW + (wm * C::MT + m) * C::KS * 256 + h * 128 + kt_src);
         wk[m][h][0] = v.x, wk[m][h][1] = v.y, wk[m][h][2] = v.z, wk[m][h][3] = v.w;
         // = bb kK0 + c0 (mod 2^32) with the constants as immediates: c0 / c1 need no registers here
         const uint32_t d = st[C::kWs + ((wm * C::MT + m) * 16 + g + 8 * h) * C::KS + t] - uint32_t(lo[m][h]);
