@@ -333,8 +333,8 @@ __device__ inline void cp_async16_ef(void* smem_dst, const void* gmem_src, uint6
 // first scale byte of row g + 8 h of group m (from the first stage); chk[m][h]: the largest b - lo seen (the row is
 // exact while <= 11).
 // KT (gate_up, x = x8 in MOE_X8_KT's layout): the k-block steps of a stage take thread t's weight values from k-block
-// t of the stage (x8_word's order; a group's shared-memory weight chunks stored by (row, k-block), swizzled, one
-// 16-byte load a row and stage), so a thread builds one decode table a row and stage instead of one a row and step.
+// t of the stage (x8_word's order; w: the raw weight rows, not the shuffled ones, copied as [row][k-block][16 bytes]:
+// one 16-byte load a row and stage), so a thread builds one decode table a row and stage instead of one a row and step.
 template <class C, int NCOLS, bool KT = false>
 __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint8_t* x, int KB, int KBp, const int* rg,
                                 const uint32_t* xoff_row, uint8_t* smem, float (&acc)[C::MT][C::NG][4],
@@ -361,21 +361,16 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
 #pragma unroll
   for (int n = 0; n < C::kWPer; ++n) {
     const int i = tid + n * C::kThreads, r = i / (C::KS * 16), ch = i % (C::KS * 16);
-    woff[n] = uint32_t(rg[r]) * rg_bytes + uint32_t(ch) * 16u;
+    if constexpr (KT)  // w: the raw rows (H / 2 = 16 KB bytes a row); chunk ch = (row ch / KS of the group, k-block ch % KS)
+      woff[n] = (uint32_t(rg[r]) * 16u + uint32_t(ch / C::KS)) * uint32_t(KB) * 16u + uint32_t(ch % C::KS) * 16u;
+    else
+      woff[n] = uint32_t(rg[r]) * rg_bytes + uint32_t(ch) * 16u;
   }
-  // KT: a group's stage slice keeps the source's 128-byte lines (k-block kb, rows h 8 .. h 8 + 7) but stores row g of a
-  // line at chunk (g & 1) 4 + ((g >> 1) ^ kb): a copy then moves whole lines (cp.async splits a warp's copy into one
-  // transfer per line it scatters to: the form that scattered the chunks ran the 32-row gate_up 41% slower), and the
-  // 8 chunks a quarter warp's 16-byte loads take (rows 2p / 2p + 1, k-blocks 0..3) fall in 8 distinct bank groups.
-  // Every thread's chunks share ch = tid % 64 (kThreads % 64 == 0).
-  auto kt_chunk = [](int g, int kb) { return (g & 1) * 4 + (((g >> 1) ^ kb) & 3); };
-  uint32_t kt_dst = 0, kt_src = 0;
-  if constexpr (KT) {
-    static_assert(C::KS == 4 && C::kThreads % 64 == 0, "KT: a stage is the 4 k-blocks of one x8_word interleave");
-    const int ch = tid % 64;
-    kt_dst = uint32_t(tid - ch + (ch & ~7) + kt_chunk(ch % 8, ch / 16)) * 16u;
-    kt_src = uint32_t((lane % 4) * 256 + kt_chunk(g, lane % 4) * 16);  // row g's (g + 8's: + 128) k-block lane % 4
-  }
+  // KT: a group's stage slice is [row][k-block][16 bytes] as the raw rows give it (4 chunks of a row contiguous in
+  // both), so the copies stay in lane order and a quarter warp's 16-byte loads (rows 2p / 2p + 1, k-blocks 0..3) take
+  // 8 distinct bank groups. (The shuffled layout's lines, permuted or scattered into that order, cost cp.async 8x its
+  // transfers: +41% on the 32-row gate_up; read in place, its loads would conflict 4-way.)
+  static_assert(!KT || C::KS == 4, "KT: a stage is the 4 k-blocks of one x8_word interleave");
   const int srow = tid % C::BM;  // the scale row this thread copies (threads tid < BM)
   const uint32_t soff = (uint32_t(rg[srow / 16]) * 16u + uint32_t(srow % 16)) * uint32_t(KB);
   // Activation chunk i = tid + n kThreads: row c = (i / (8 kXChunks)) 8 + i % 8, chunk ch = (i / 8) % kXChunks.
@@ -392,15 +387,12 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
   auto load_part = [&](auto p_tag, int slot, int kb0) {
     constexpr int P = decltype(p_tag)::value;
     uint8_t* st = smem + slot * C::kStageBytes;
-    const uint8_t* wb = w + uint32_t(kb0) * 256u;
+    const uint8_t* wb = w + uint32_t(kb0) * (KT ? 16u : 256u);
 #pragma unroll
     for (int n = 0; n < C::kWPer; ++n)
       if (P < 0 || n / kPortion == P) {
-        uint8_t* dst;
-        if constexpr (KT) dst = st + C::kW + kt_dst + n * C::kThreads * 16;
-        else dst = st + C::kW + (tid + n * C::kThreads) * 16;
-        if constexpr (O::EF) cp_async16_ef(dst, wb + woff[n], pol);
-        else cp_async<16>(dst, wb + woff[n]);
+        if constexpr (O::EF) cp_async16_ef(st + C::kW + (tid + n * C::kThreads) * 16, wb + woff[n], pol);
+        else cp_async<16>(st + C::kW + (tid + n * C::kThreads) * 16, wb + woff[n]);
       }
     const uint8_t* xb = x + uint32_t(kb0) * 32u;
 #pragma unroll
@@ -493,7 +485,7 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
     for (int m = 0; m < C::MT; ++m)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const uint4 v = *reinterpret_cast<const uint4*>(st + C::kW + (wm * C::MT + m) * C::KS * 256 + h * 128 + kt_src);
+        const uint4 v = *reinterpret_cast<const uint4*>(st + C::kW + (wm * C::MT + m) * C::KS * 256 + h * 512 + lane * 16);
         wk[m][h][0] = v.x, wk[m][h][1] = v.y, wk[m][h][2] = v.z, wk[m][h][3] = v.w;
         // = bb kK0 + c0 (mod 2^32) with the constants as immediates: c0 / c1 need no registers here
         const uint32_t d = st[C::kWs + ((wm * C::MT + m) * 16 + g + 8 * h) * C::KS + t] - uint32_t(lo[m][h]);
@@ -1415,7 +1407,7 @@ __device__ __forceinline__ void gate_up_tile(const MoeArgs& a, const Ws& ws, con
   }
   const int nreal = __syncthreads_count(real);
   float acc[C::MT][C::NG][4];
-  const uint8_t* wq = a.gate_up_weight_shuffled + int64_t(tile.expert) * 2 * I * (H / 2);
+  const uint8_t* wq = (kX8KT ? a.gate_up_weight : a.gate_up_weight_shuffled) + int64_t(tile.expert) * 2 * I * (H / 2);
   const uint8_t* wsc = a.gate_up_weight_scale + int64_t(tile.expert) * 2 * I * KB;
   dispatch_cols<C>(nreal, [&](auto n_tag) {
     run_mainloop<C, decltype(n_tag)::value, FORCE, kX8KT>(wq, wsc, ws.p.x8, KB, KB, rg, xoff, smem, acc, rref, wflag);

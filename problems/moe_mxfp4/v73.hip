@@ -2,9 +2,9 @@
 // stores the hidden states' e4m3 words interleaved (moe_fp8r::x8_word), so that thread t of a wgmma k-step holds 8
 // values of k-block t of the stage, and over the stage's 4 steps all 32 values of one weight row and k-block. The
 // mainloop then loads a row's stage slice in one 16-byte shared load and builds its scale's decode table once a stage
-// (4 tables a thread instead of 16; the 10 decode ops a word unchanged); the weight copies keep whole 128-byte lines,
-// the rows permuted inside a line so that those loads do not conflict (forms that scattered a line's chunks ran the
-// 32-row gate_up 41% slower: docs/perf.md, session 19). Same products; each wgmma step sums other
+// (4 tables a thread instead of 16; the 10 decode ops a word unchanged). gate_up copies the raw weight rows, whose 4
+// chunks of a stage are contiguous, instead of the shuffled ones (forms that rearranged the shuffled layout's lines in
+// shared memory ran the 32-row gate_up 41% slower: docs/perf.md, session 19). Same products; each wgmma step sums other
 // k (4 scale blocks instead of 1), so the fp32 sums differ from v72's in rounding only.
 #define MOE_X8_KT 1
 #define MOE_DOWN_ZERO_PAD 1
