@@ -68,9 +68,6 @@
 #ifndef MOE_NEAR_VALUES  // moe v44: candidates listed a value each (not an item each), so the full test is one a thread
 #define MOE_NEAR_VALUES 0
 #endif
-#ifndef MOE_X8_KT  // moe v73: gate_up's activations and weights k-transposed within each stage of 4 k-blocks (x8_word)
-#define MOE_X8_KT 0
-#endif
 
 namespace moe_fp8r {
 namespace {
@@ -79,16 +76,6 @@ using moe_pipeline::Tile;
 
 // Position of value k (0..31) of a 32-value block in the stored e4m3 activation row.
 HD constexpr int position(int k) { return 16 * ((k >> 2) & 1) + 4 * (k >> 3) + (k & 3); }
-
-// The stored hidden-state row (x8) as 4-byte words: word w (0..7) of k-block kb holds the block's values at positions
-// 4w .. 4w + 3 (k = 8 (w % 4) + 4 (w / 4) + i, i < 4). MOE_X8_KT: the words of each 4 k-blocks (128 values) are
-// interleaved so that one 32-value wgmma step takes, in thread t's slots, 8 values of k-block 4 (kb / 4) + t (the
-// gate_up mainloop's KT form: a thread decodes the 32 values of one weight row and k-block over a stage's 4 steps, so
-// it builds that block's decode table once, not 4 times). Both need H % 128 == 0 (mainloop's KS == 4).
-constexpr bool kX8KT = MOE_X8_KT != 0;
-HD constexpr int x8_word(int kb, int w) {
-  return kX8KT ? (kb >> 2) * 128 + (w & 3) * 32 + (w >> 2) * 16 + (kb & 3) * 4 : kb * 32 + 4 * w;
-}
 
 // The e4m3 byte of a float that is exactly representable in e4m3 (|v| <= 448, a multiple of 2^-9).
 HD inline uint32_t e4m3_exact(float v) {
@@ -332,10 +319,7 @@ __device__ inline void cp_async16_ef(void* smem_dst, const void* gmem_src, uint6
 // x + xoff_row[c]) over K = 32 KBp (KB: the row's k-blocks, KBp: this split-K part's). lo[m][h]: the window's
 // first scale byte of row g + 8 h of group m (from the first stage); chk[m][h]: the largest b - lo seen (the row is
 // exact while <= 11).
-// KT (gate_up, x = x8 in MOE_X8_KT's layout): the k-block steps of a stage take thread t's weight values from k-block
-// t of the stage (x8_word's order; w: the raw weight rows, not the shuffled ones, copied as [row][k-block][16 bytes]:
-// one 16-byte load a row and stage), so a thread builds one decode table a row and stage instead of one a row and step.
-template <class C, int NCOLS, bool KT = false>
+template <class C, int NCOLS>
 __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint8_t* x, int KB, int KBp, const int* rg,
                                 const uint32_t* xoff_row, uint8_t* smem, float (&acc)[C::MT][C::NG][4],
                                 int (&lo)[C::MT][2], uint32_t (&chk)[C::MT][2]) {
@@ -361,16 +345,8 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
 #pragma unroll
   for (int n = 0; n < C::kWPer; ++n) {
     const int i = tid + n * C::kThreads, r = i / (C::KS * 16), ch = i % (C::KS * 16);
-    if constexpr (KT)  // w: the raw rows (H / 2 = 16 KB bytes a row); chunk ch = (row ch / KS of the group, k-block ch % KS)
-      woff[n] = (uint32_t(rg[r]) * 16u + uint32_t(ch / C::KS)) * uint32_t(KB) * 16u + uint32_t(ch % C::KS) * 16u;
-    else
-      woff[n] = uint32_t(rg[r]) * rg_bytes + uint32_t(ch) * 16u;
+    woff[n] = uint32_t(rg[r]) * rg_bytes + uint32_t(ch) * 16u;
   }
-  // KT: a group's stage slice is [row][k-block][16 bytes] as the raw rows give it (4 chunks of a row contiguous in
-  // both), so the copies stay in lane order and a quarter warp's 16-byte loads (rows 2p / 2p + 1, k-blocks 0..3) take
-  // 8 distinct bank groups. (The shuffled layout's lines, permuted or scattered into that order, cost cp.async 8x its
-  // transfers: +41% on the 32-row gate_up; read in place, its loads would conflict 4-way.)
-  static_assert(!KT || C::KS == 4, "KT: a stage is the 4 k-blocks of one x8_word interleave");
   const int srow = tid % C::BM;  // the scale row this thread copies (threads tid < BM)
   const uint32_t soff = (uint32_t(rg[srow / 16]) * 16u + uint32_t(srow % 16)) * uint32_t(KB);
   // Activation chunk i = tid + n kThreads: row c = (i / (8 kXChunks)) 8 + i % 8, chunk ch = (i / 8) % kXChunks.
@@ -387,7 +363,7 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
   auto load_part = [&](auto p_tag, int slot, int kb0) {
     constexpr int P = decltype(p_tag)::value;
     uint8_t* st = smem + slot * C::kStageBytes;
-    const uint8_t* wb = w + uint32_t(kb0) * (KT ? 16u : 256u);
+    const uint8_t* wb = w + uint32_t(kb0) * 256u;
 #pragma unroll
     for (int n = 0; n < C::kWPer; ++n)
       if (P < 0 || n / kPortion == P) {
@@ -474,45 +450,6 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
     }(std::make_integer_sequence<int, C::KS>{});
   };
 
-  // KT's stage: thread (g, t) loads rows g / g + 8 of each group's k-block t (16 bytes = its 4 steps' words) and their
-  // scale bytes once; step u decodes word u.
-  auto body_kt = [&](int slot, int next_slot, int next_kb, bool has_next) {
-    const uint8_t* st = smem + slot * C::kStageBytes;
-    const uint64_t desc0 = smem_desc(smem_s + slot * C::kStageBytes + C::kX, C::kSBO);
-    const int t = lane % 4;
-    uint32_t wk[C::MT][2][4], t0[C::MT][2], t1[C::MT][2];
-#pragma unroll
-    for (int m = 0; m < C::MT; ++m)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const uint4 v = *reinterpret_cast<const uint4*>(st + C::kW + (wm * C::MT + m) * C::KS * 256 + h * 512 + lane * 16);
-        wk[m][h][0] = v.x, wk[m][h][1] = v.y, wk[m][h][2] = v.z, wk[m][h][3] = v.w;
-        // = bb kK0 + c0 (mod 2^32) with the constants as immediates: c0 / c1 need no registers here
-        const uint32_t d = st[C::kWs + ((wm * C::MT + m) * 16 + g + 8 * h) * C::KS + t] - uint32_t(lo[m][h]);
-        t0[m][h] = d * kK0 + (kT0 - 5u * kK0);
-        t1[m][h] = d * kK1 + (kT1 - 5u * kK1);
-        chk[m][h] = max(chk[m][h], d);
-      }
-    auto kblock = [&](auto u_tag) {
-      constexpr int u = decltype(u_tag)::value;
-      constexpr int b = u % C::NB;
-#pragma unroll
-      for (int m = 0; m < C::MT; ++m) {
-        decode8(wk[m][0][u], t0[m][0], t1[m][0], a[b][m][0], a[b][m][2]);
-        decode8(wk[m][1][u], t0[m][1], t1[m][1], a[b][m][1], a[b][m][3]);
-      }
-      moe_wg8::wg_fence();
-#pragma unroll
-      for (int m = 0; m < C::MT; ++m) wgmma_e4m3<NCOLS, C::NG>(acc[m], a[b][m], desc0 + uint64_t(u * 256 / 16));
-      moe_wg8::wg_commit();
-      if (O::kNoBranch || has_next) load_part(u_tag, next_slot, next_kb);
-      moe_wg8::wg_wait<C::NB - 1>();
-    };
-    [&]<int... U>(std::integer_sequence<int, U...>) {
-      (kblock(std::integral_constant<int, U>{}), ...);
-    }(std::make_integer_sequence<int, C::KS>{});
-  };
-
   constexpr int kDist = LoopDist<C>::value;
   static_assert(kDist >= 1 && kDist <= C::STAGES - 1 && (kDist == C::STAGES - 1 || C::NB - 1 <= C::KS),
                 "copy distance; without the drain the groups in flight at a stage barrier must be the last stage's");
@@ -549,18 +486,8 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
         }
     }
     const int next = ks + kDist;
-    if constexpr (KT) body_kt(slot, next % C::STAGES, (O::kClampNext ? (next < nk ? next : nk - 1) : next) * C::KS, next < nk);
-    else body(slot, next % C::STAGES, (O::kClampNext ? (next < nk ? next : nk - 1) : next) * C::KS, next < nk);
+    body(slot, next % C::STAGES, (O::kClampNext ? (next < nk ? next : nk - 1) : next) * C::KS, next < nk);
     cp_commit();
-  }
-  if constexpr (KT) {  // each lane saw k-blocks t mod 4 only: the row's largest over its 4 lanes
-#pragma unroll
-    for (int m = 0; m < C::MT; ++m)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        chk[m][h] = max(chk[m][h], __shfl_xor(chk[m][h], 1));
-        chk[m][h] = max(chk[m][h], __shfl_xor(chk[m][h], 2));
-      }
   }
   moe_wg8::wg_wait<0>();
 #pragma unroll
@@ -580,13 +507,13 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
 
 // The mainloop, then rref[r] / wflag[r] (block row r's reference exponent and out-of-window flag) in
 // shared memory for every row, after a barrier.
-template <class C, int NCOLS, int FORCE, bool KT = false>
+template <class C, int NCOLS, int FORCE>
 __device__ inline void run_mainloop(const uint8_t* w, const uint8_t* wsc, const uint8_t* x, int KB, int KBp, const int* rg,
                                     const uint32_t* xoff_row, uint8_t* smem, float (&acc)[C::MT][C::NG][4], int* rref,
                                     int* wflag) {
   int lo[C::MT][2];
   uint32_t chk[C::MT][2];
-  mainloop<C, NCOLS, KT>(w, wsc, x, KB, KBp, rg, xoff_row, smem, acc, lo, chk);
+  mainloop<C, NCOLS>(w, wsc, x, KB, KBp, rg, xoff_row, smem, acc, lo, chk);
   const moe_wide16::AccIndex<C> ix;
 #pragma unroll
   for (int m = 0; m < C::MT; ++m)
@@ -629,15 +556,8 @@ struct ExactRow {
 #endif
 __device__ inline float exact_block(const ExactRow& er, int kb) {
   const uint4 w4 = *reinterpret_cast<const uint4*>(er.w + kb * 16);
-  const uint32_t w[4] = {w4.x, w4.y, w4.z, w4.w};
-  uint32_t x[8];
-  if constexpr (kX8KT) {
-#pragma unroll
-    for (int j = 0; j < 8; ++j) x[j] = *reinterpret_cast<const uint32_t*>(er.x + x8_word(kb, j));
-  } else {
-    const uint4 x0 = *reinterpret_cast<const uint4*>(er.x + kb * 32), x1 = *reinterpret_cast<const uint4*>(er.x + kb * 32 + 16);
-    x[0] = x0.x, x[1] = x0.y, x[2] = x0.z, x[3] = x0.w, x[4] = x1.x, x[5] = x1.y, x[6] = x1.z, x[7] = x1.w;
-  }
+  const uint4 x0 = *reinterpret_cast<const uint4*>(er.x + kb * 32), x1 = *reinterpret_cast<const uint4*>(er.x + kb * 32 + 16);
+  const uint32_t w[4] = {w4.x, w4.y, w4.z, w4.w}, x[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
   float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // four chains (any order: a block's sum is exact, ~13 bits)
 #pragma unroll
   for (int k = 0; k < 32; ++k) {
@@ -750,15 +670,9 @@ __device__ __forceinline__ void token_store_words(Words&& words, const int (&s)[
     uint32_t lo, hi;
     words(j, d, lo, hi);
     const int q = i % 4;
-    if constexpr (kX8KT) {
-      uint8_t* row = x8 + int64_t(t) * H;
-      *reinterpret_cast<uint32_t*>(row + x8_word(i / 4, q)) = lo;
-      *reinterpret_cast<uint32_t*>(row + x8_word(i / 4, 4 + q)) = hi;
-    } else {
-      uint8_t* blk = x8 + int64_t(t) * H + (i / 4) * 32;
-      *reinterpret_cast<uint32_t*>(blk + 4 * q) = lo;
-      *reinterpret_cast<uint32_t*>(blk + 16 + 4 * q) = hi;
-    }
+    uint8_t* blk = x8 + int64_t(t) * H + (i / 4) * 32;
+    *reinterpret_cast<uint32_t*>(blk + 4 * q) = lo;
+    *reinterpret_cast<uint32_t*>(blk + 16 + 4 * q) = hi;
     if (q == 0) xs[int64_t(t) * (H / 32) + i / 4] = uint8_t(s[j] + 127);
   }
 }
@@ -1152,8 +1066,8 @@ __device__ __forceinline__ void near_dots_mma(const uint32_t* at, float* dot, in
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int kb = kb0 + 8 * u + g, kbc = min(kb, KB - 1);
-      xw[u][0] = *reinterpret_cast<const uint32_t*>(gr.x + x8_word(kbc, t));
-      xw[u][1] = *reinterpret_cast<const uint32_t*>(gr.x + x8_word(kbc, 4 + t));
+      xw[u][0] = *reinterpret_cast<const uint32_t*>(gr.x + kbc * 32 + 4 * t);
+      xw[u][1] = *reinterpret_cast<const uint32_t*>(gr.x + kbc * 32 + 16 + 4 * t);
       gw[u] = *reinterpret_cast<const uint32_t*>(gr.w + kbc * 16 + 4 * t);
       uw[u] = *reinterpret_cast<const uint32_t*>(ur.w + kbc * 16 + 4 * t);
       const uint32_t gsb = gr.s[kbc], usb = ur.s[kbc], xsb = gr.xs[kbc];  // all loaded: none waits on gr.flag
@@ -1304,7 +1218,6 @@ __device__ __forceinline__ void swiglu_requant_near(float* tile_f, const int* to
       const uint32_t at = near.at[d >> 1];
       const ExactRow er = rows(int(at >> 16), (d & 1) * kHalf + int(at & 0xFFFFu));
       const uint4 w4 = *reinterpret_cast<const uint4*>(er.w + kb * 16);
-      static_assert(!kX8KT, "the near list's scalar dots read x8 in the plain layout (MOE_NEAR_MMA with MOE_X8_KT)");
       const uint4 x0 = *reinterpret_cast<const uint4*>(er.x + kb * 32), x1 = *reinterpret_cast<const uint4*>(er.x + kb * 32 + 16);
       w[u][0] = w4.x, w[u][1] = w4.y, w[u][2] = w4.z, w[u][3] = w4.w;
       x[u][0] = x0.x, x[u][1] = x0.y, x[u][2] = x0.z, x[u][3] = x0.w, x[u][4] = x1.x, x[u][5] = x1.y, x[u][6] = x1.z;
@@ -1407,10 +1320,10 @@ __device__ __forceinline__ void gate_up_tile(const MoeArgs& a, const Ws& ws, con
   }
   const int nreal = __syncthreads_count(real);
   float acc[C::MT][C::NG][4];
-  const uint8_t* wq = (kX8KT ? a.gate_up_weight : a.gate_up_weight_shuffled) + int64_t(tile.expert) * 2 * I * (H / 2);
+  const uint8_t* wq = a.gate_up_weight_shuffled + int64_t(tile.expert) * 2 * I * (H / 2);
   const uint8_t* wsc = a.gate_up_weight_scale + int64_t(tile.expert) * 2 * I * KB;
   dispatch_cols<C>(nreal, [&](auto n_tag) {
-    run_mainloop<C, decltype(n_tag)::value, FORCE, kX8KT>(wq, wsc, ws.p.x8, KB, KB, rg, xoff, smem, acc, rref, wflag);
+    run_mainloop<C, decltype(n_tag)::value, FORCE>(wq, wsc, ws.p.x8, KB, KB, rg, xoff, smem, acc, rref, wflag);
   });
   // (run_mainloop ends with a barrier: the pipeline buffers become the fp32 tile [BN][BM + 4])
 

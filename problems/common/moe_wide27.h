@@ -228,14 +228,12 @@ __device__ inline bool gate_up_block(const MoeArgs& a, const Ws& ws, const Split
   // Split K (S > 1): block z runs k-blocks [z KBp, (z + 1) KBp); the last part to arrive sums the parts
   // in part order (deterministic) and runs the epilogue; the others return.
   const int KBp = KB / S;
-  const uint8_t* wq = moe_fp8r::kX8KT ? a.gate_up_weight + int64_t(tile.expert) * 2 * I * (H / 2) + z * KBp * 16
-                                      : a.gate_up_weight_shuffled + int64_t(tile.expert) * 2 * I * (H / 2) + z * KBp * 256;
+  const uint8_t* wq = a.gate_up_weight_shuffled + int64_t(tile.expert) * 2 * I * (H / 2) + z * KBp * 256;
   const uint8_t* wsc = a.gate_up_weight_scale + int64_t(tile.expert) * 2 * I * KB + z * KBp;
   bool done = false;
   dispatch_cols<C>(nreal, [&](auto n_tag) {
     constexpr int NC = decltype(n_tag)::value;
-    moe_fp8r::run_mainloop<C, NC, FORCE, moe_fp8r::kX8KT>(wq, wsc, ws.p.x8 + z * KBp * 32, KB, KBp, rg, xoff, smem, acc,
-                                                         rref, wflag);
+    moe_fp8r::run_mainloop<C, NC, FORCE>(wq, wsc, ws.p.x8 + z * KBp * 32, KB, KBp, rg, xoff, smem, acc, rref, wflag);
     if constexpr (S > 1) {
       const moe_wide16::AccIndex<C> ixs;
 #pragma unroll
