@@ -376,13 +376,13 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
     woff[n] = uint32_t(rg[r]) * rg_bytes + uint32_t(ch) * 16u;
   }
 #if MOE_BULK_W
-  // Weights: group r's stage slice (KS x 256 contiguous bytes in the shuffled layout) by one bulk copy from thread
-  // r < BM / 16, completing on the slot's mbarrier (count BM / 16, each arrival expecting its bytes); every thread
-  // waits on it at the stage's start. Re-initialised each call (invalidated at the end), so stage ks has parity
-  // (ks / STAGES) & 1.
+  // Weights: group r's stage slice (KS x 256 contiguous bytes in the shuffled layout) by one bulk copy from lane 0 of
+  // warp r % warps (each warp's lane 0 issues kPerWarp: a single copying warp held every other warp at the stage
+  // barrier), completing on the slot's mbarrier (count BM / 16, each arrival expecting its bytes); every thread waits
+  // on it at the stage's start. Re-initialised each call (invalidated at the end): stage ks has parity (ks / STAGES) & 1.
   static_assert(!O::kNoBranch, "MOE_BULK_W: every stage copied is waited for");
-  constexpr int kGroups = C::BM / 16;
-  static_assert(kGroups <= C::kThreads, "one copying thread a group");
+  constexpr int kGroups = C::BM / 16, kWarpsB = C::kThreads / kLanes, kPerWarp = kGroups / kWarpsB;
+  static_assert(kGroups % kWarpsB == 0, "the groups spread evenly over the warps");
   __shared__ alignas(8) uint64_t wbar[C::STAGES];
   const uint32_t wbar0 = static_cast<uint32_t>(__cvta_generic_to_shared(wbar));
   if (tid == 0) {
@@ -391,7 +391,9 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
-  const uint32_t wgroup = tid < kGroups ? uint32_t(rg[tid]) * rg_bytes : 0u;
+  uint32_t wgroup[kPerWarp];  // lane 0: the global offsets of groups wm + j warps
+#pragma unroll
+  for (int j = 0; j < kPerWarp; ++j) wgroup[j] = uint32_t(rg[wm + j * kWarpsB]) * rg_bytes;
 #endif
   const int srow = tid % C::BM;  // the scale row this thread copies (threads tid < BM)
   const uint32_t soff = (uint32_t(rg[srow / 16]) * 16u + uint32_t(srow % 16)) * uint32_t(KB);
@@ -411,9 +413,11 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
     uint8_t* st = smem + slot * C::kStageBytes;
     const uint8_t* wb = w + uint32_t(kb0) * 256u;
 #if MOE_BULK_W
-    if ((P < 0 || P == 0) && tid < kGroups)
-      wbar_copy(static_cast<uint32_t>(__cvta_generic_to_shared(st + C::kW + tid * C::KS * 256)), wb + wgroup,
-                uint32_t(C::KS * 256), wbar0 + 8 * slot);
+    if ((P < 0 || P == 0) && lane == 0)
+#pragma unroll
+      for (int j = 0; j < kPerWarp; ++j)
+        wbar_copy(static_cast<uint32_t>(__cvta_generic_to_shared(st + C::kW + (wm + j * kWarpsB) * C::KS * 256)),
+                  wb + wgroup[j], uint32_t(C::KS * 256), wbar0 + 8 * slot);
 #else
 #pragma unroll
     for (int n = 0; n < C::kWPer; ++n)
