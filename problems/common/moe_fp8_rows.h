@@ -68,9 +68,6 @@
 #ifndef MOE_NEAR_VALUES  // moe v44: candidates listed a value each (not an item each), so the full test is one a thread
 #define MOE_NEAR_VALUES 0
 #endif
-#ifndef MOE_BULK_W  // moe v74: the mainloop's weight copies as one bulk copy a 16-row group and stage (mbarrier)
-#define MOE_BULK_W 0
-#endif
 
 namespace moe_fp8r {
 namespace {
@@ -318,31 +315,6 @@ __device__ inline void cp_async16_ef(void* smem_dst, const void* gmem_src, uint6
                : "memory");
 }
 
-#if MOE_BULK_W
-// The bulk-copy (TMA engine) pieces of MOE_BULK_W's weight copies.
-__device__ inline void wbar_init(uint32_t bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ inline void wbar_inval(uint32_t bar) { asm volatile("mbarrier.inval.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory"); }
-__device__ inline void wbar_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(bar)
-               : "memory");
-}
-__device__ inline void wbar_wait(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred P1;\n"
-      "WBAR_WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
-      "@!P1 bra WBAR_WAIT;\n"
-      "}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
-#endif
-
 // acc (+)= A (the BM weight rows of the 16-row groups rg[], decoded) x B (NCOLS activation rows at
 // x + xoff_row[c]) over K = 32 KBp (KB: the row's k-blocks, KBp: this split-K part's). lo[m][h]: the window's
 // first scale byte of row g + 8 h of group m (from the first stage); chk[m][h]: the largest b - lo seen (the row is
@@ -375,26 +347,6 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
     const int i = tid + n * C::kThreads, r = i / (C::KS * 16), ch = i % (C::KS * 16);
     woff[n] = uint32_t(rg[r]) * rg_bytes + uint32_t(ch) * 16u;
   }
-#if MOE_BULK_W
-  // Weights: group r's stage slice (KS x 256 contiguous bytes in the shuffled layout) by one bulk copy from lane 0 of
-  // warp r % warps (each warp's lane 0 issues kPerWarp: a single copying warp held every other warp at the stage
-  // barrier), completing on the slot's mbarrier (count BM / 16, each arrival expecting its bytes); every thread waits
-  // on it at the stage's start. Re-initialised each call (invalidated at the end): stage ks has parity (ks / STAGES) & 1.
-  static_assert(!O::kNoBranch, "MOE_BULK_W: every stage copied is waited for");
-  constexpr int kGroups = C::BM / 16, kWarpsB = C::kThreads / kLanes, kPerWarp = kGroups / kWarpsB;
-  static_assert(kGroups % kWarpsB == 0, "the groups spread evenly over the warps");
-  __shared__ alignas(8) uint64_t wbar[C::STAGES];
-  const uint32_t wbar0 = static_cast<uint32_t>(__cvta_generic_to_shared(wbar));
-  if (tid == 0) {
-#pragma unroll
-    for (int s = 0; s < C::STAGES; ++s) wbar_init(wbar0 + 8 * s, kGroups);
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  __syncthreads();
-  uint32_t wgroup[kPerWarp];  // lane 0: the global offsets of groups wm + j warps
-#pragma unroll
-  for (int j = 0; j < kPerWarp; ++j) wgroup[j] = uint32_t(rg[wm + j * kWarpsB]) * rg_bytes;
-#endif
   const int srow = tid % C::BM;  // the scale row this thread copies (threads tid < BM)
   const uint32_t soff = (uint32_t(rg[srow / 16]) * 16u + uint32_t(srow % 16)) * uint32_t(KB);
   // Activation chunk i = tid + n kThreads: row c = (i / (8 kXChunks)) 8 + i % 8, chunk ch = (i / 8) % kXChunks.
@@ -412,20 +364,12 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
     constexpr int P = decltype(p_tag)::value;
     uint8_t* st = smem + slot * C::kStageBytes;
     const uint8_t* wb = w + uint32_t(kb0) * 256u;
-#if MOE_BULK_W
-    if ((P < 0 || P == 0) && lane == 0)
-#pragma unroll
-      for (int j = 0; j < kPerWarp; ++j)
-        wbar_copy(static_cast<uint32_t>(__cvta_generic_to_shared(st + C::kW + (wm + j * kWarpsB) * C::KS * 256)),
-                  wb + wgroup[j], uint32_t(C::KS * 256), wbar0 + 8 * slot);
-#else
 #pragma unroll
     for (int n = 0; n < C::kWPer; ++n)
       if (P < 0 || n / kPortion == P) {
         if constexpr (O::EF) cp_async16_ef(st + C::kW + (tid + n * C::kThreads) * 16, wb + woff[n], pol);
         else cp_async<16>(st + C::kW + (tid + n * C::kThreads) * 16, wb + woff[n]);
       }
-#endif
     const uint8_t* xb = x + uint32_t(kb0) * 32u;
 #pragma unroll
     for (int n = 0; n < C::kXPer; ++n) {
@@ -520,9 +464,6 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
     moe_wg8::proxy_fence();  // the landed copies -> visible to wgmma's shared-memory reads
     __syncthreads();
     const int slot = ks % C::STAGES;
-#if MOE_BULK_W
-    wbar_wait(wbar0 + 8 * slot, uint32_t(ks / C::STAGES) & 1u);  // this stage's weights landed
-#endif
     if (ks == 0) {
       // Each row's window from its first stage: the largest byte at d = 3, window d in [-5, 6].
 #pragma unroll
@@ -556,12 +497,6 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
 #pragma unroll
       for (int i = 0; i < 4; ++i) moe_wg8::reg_fence(acc[m][j][i]);
   cp_wait<0>();
-#if MOE_BULK_W
-  __syncthreads();  // every thread past its last wait
-  if (tid == 0)
-#pragma unroll
-    for (int s = 0; s < C::STAGES; ++s) wbar_inval(wbar0 + 8 * s);
-#endif
 #else
   (void)w, (void)wsc, (void)x, (void)KB, (void)rg, (void)xoff_row, (void)smem;
 #if defined(__CUDA_ARCH__)
