@@ -13,9 +13,9 @@
 # Output: $OUT/sanitize/<problem>_<variant>_<set>_<tool>.log and, where errors were printed, .sites (count, site);
 # one line per run last: the tool's summary, the distinct sites and the harness's exit status (1: a verdict failed
 # under the tool; 124: timed out).
-# Known: initcheck reports moe's 32-row down (moe_wide27::down_run's load_act) copying its tile's padding rows of the
-# requantized activations, rows no gate_up block writes; their products land in output columns that are never stored
-# (docs/perf.md, session 18, calls 5-7).
+# Known: initcheck reports moe v54's 32-row down (moe_wide27::down_run's load_act) copying its tile's padding rows of
+# the requantized activations, rows no gate_up block writes; their products land in output columns that are never
+# stored (docs/perf.md, session 18, calls 5-7). v72 zero-fills those rows instead.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 dir=${1:?usage: scripts/device_sanitize.sh DIR PROBLEM VARIANTS [SHAPE_SETS]}

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Checks scripts/device_ab.sh end to end on the CPU build: a stand-in harness runs the real harness's cpu variant of
+# mla_decode on a tiny custom shape once per requested variant (renaming the runs in its JSON to the requested names),
+# and passes `compare` through, so the steps, the two benchmark orders, the comparison tables, the archive and the
+# exit status are the real ones.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+real=${HARNESS_BIN:-$root/build/cpu/harness}
+[[ -x "$real" ]] || { echo "test_device_ab: no harness at $real (set HARNESS_BIN)"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/dir"
+cat > "$tmp/dir/harness" <<EOF
+#!/usr/bin/env bash
+real="$real"
+EOF
+cat >> "$tmp/dir/harness" <<'EOF'
+cmd=$1; shift
+case $cmd in
+  list) echo "harness (stand-in for test_device_ab)" ;;
+  compare) exec "$real" compare "$@" ;;
+  run)
+    problem=$1; shift
+    variants="" mode=test json=""
+    while (($#)); do
+      case $1 in
+        --variant) variants=$2; shift 2 ;;
+        --mode) mode=$2; shift 2 ;;
+        --json) json=$2; shift 2 ;;
+        --shapes|--shape-set|--fresh) shift 2 ;;
+        *) shift ;;
+      esac
+    done
+    n=$(tr ',' '\n' <<< "$variants" | wc -l)
+    cpus=$(yes cpu | head -n "$n" | paste -sd,)
+    "$real" run mla_decode --variant "$cpus" --mode "$mode" --shape "bs=1 kv=32" --json "$json" || exit
+    python3 - "$json" "$variants" <<'PY'
+import json, sys
+path, names = sys.argv[1], sys.argv[2].split(",")
+doc = json.load(open(path))
+for run, name in zip(doc["runs"], names):
+    run["variant"] = name
+json.dump(doc, open(path, "w"))
+PY
+    ;;
+  *) exit 2 ;;
+esac
+EOF
+chmod +x "$tmp/dir/harness"
+fail() { echo "test_device_ab: $1"; echo "$out"; exit 1; }
+out=$(OUT="$tmp/out" FRESH=1 "$root/scripts/device_ab.sh" "$tmp/dir" mla_decode va vb,vc) || fail "exit status $?"
+grep -qx '  test: rc 0 in [0-9]* s' <<< "$out" || fail "test step line"
+grep -qx '  bench_base_last: rc 0 in [0-9]* s' <<< "$out" || fail "second order's step line"
+for order in bench_base_first bench_base_last; do
+  for v in vb vc; do
+    grep -qx "== $order: $v against va" <<< "$out" || fail "$order / $v heading"
+  done
+done
+[[ $(grep -c '^geometric-mean ratio B/A: ' <<< "$out") == 4 ]] || fail "four comparisons"
+grep -q "#mla_decode:vc \[vc" <<< "$out" || fail "candidate named in the comparison"
+tar tzf "$tmp/out/ab.tgz" | grep -qx 'ab/bench_base_last.json' || fail "archive"
+[[ ! -d "$tmp/out/ab" ]] || fail "work folder left beside the archive"
+# the base among the candidates, and a folder without a harness, are refused
+if OUT="$tmp/out2" "$root/scripts/device_ab.sh" "$tmp/dir" mla_decode va vb,va 2>/dev/null; then fail "base as candidate"; fi
+if OUT="$tmp/out2" "$root/scripts/device_ab.sh" "$tmp" mla_decode va vb 2>/dev/null; then fail "no harness"; fi
+echo "test_device_ab: ok"
