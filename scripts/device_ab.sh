@@ -3,7 +3,7 @@
 # the candidates in test mode (test shapes, then the benchmark shapes on fresh inputs), benchmark mode in two orders
 # (base first, then candidates first: the order effect shows in the spread), optionally an ncu profile of each, then
 # `harness compare` of base and each candidate for both orders. Logs and JSON in one archive, $OUT/ab.tgz; the
-# comparison tables printed last.
+# comparison tables printed last, then one line a candidate: its geometric-mean time ratio to the base in each order.
 #   scripts/device_ab.sh DIR PROBLEM BASE CANDIDATES
 #     DIR         holds the harness binary (harness, or harness.gz: unpacked in place)
 #     CANDIDATES  comma-separated variants
@@ -60,16 +60,24 @@ fi
   for name in test test_benchmark_shapes; do
     [[ -f "$work/$name.log" ]] && grep -E "^[a-z_0-9]+ / |^score \(|FAIL" "$work/$name.log" | sed "s/^/  $name: /"
   done
+  declare -A ratio
   for order in bench_base_first bench_base_last; do
     [[ -f "$work/$order.json" ]] || continue
     for v in "${cand_list[@]}"; do
       echo
       echo "== $order: $v against $base"
-      "$h" compare "$work/$order.json#$problem:$base" "$work/$order.json#$problem:$v" 2>&1
+      "$h" compare "$work/$order.json#$problem:$base" "$work/$order.json#$problem:$v" > "$work/cmp.txt" 2>&1
+      cat "$work/cmp.txt"
+      ratio[$v,$order]=$(sed -n 's/^geometric-mean ratio B\/A: \([0-9.]*\).*/\1/p' "$work/cmp.txt")
     done
   done
   for v in "$base" "${cand_list[@]}"; do
     [[ -f "$work/profile_$v.log" ]] && { echo; cat "$work/profile_$v.log"; }
+  done
+  echo
+  echo "geometric-mean time ratio candidate / $base (base first, base last; < 1: faster):"
+  for v in "${cand_list[@]}"; do
+    echo "  $v: ${ratio[$v,bench_base_first]:--} ${ratio[$v,bench_base_last]:--}"
   done
 } > "$out/ab.txt" 2>&1
 tar czf "$out/ab.tgz" -C "$out" ab ab.txt && rm -rf "$work"
