@@ -15,7 +15,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 usage="usage: scripts/device_ab.sh DIR PROBLEM BASE CANDIDATES"
-dir=${1:?$usage} problem=${2:?$usage} base=${3:?$usage} cands=${4:?$usage}
+(( $# == 4 )) || { echo "$usage" >&2; exit 2; }
+dir=$1 problem=$2 base=$3 cands=$4
 if [[ ! -x "$dir/harness" && -f "$dir/harness.gz" ]]; then gunzip -kf "$dir/harness.gz" && chmod +x "$dir/harness"; fi
 h="$dir/harness"
 [[ -x "$h" ]] || { echo "device_ab: no harness binary in $dir" >&2; exit 2; }

@@ -67,7 +67,11 @@ last=$(awk '/^== bench_base_last: vc/{f=1} f && /^geometric-mean ratio/{print $4
 tar tzf "$tmp/out/ab.tgz" > "$tmp/archive.txt"  # (not piped into grep -q: with pipefail, tar's SIGPIPE would fail it)
 grep -qx 'ab/bench_base_last.json' "$tmp/archive.txt" || fail "archive"
 [[ ! -d "$tmp/out/ab" ]] || fail "work folder left beside the archive"
-# the base among the candidates, and a folder without a harness, are refused
-if OUT="$tmp/out2" "$root/scripts/device_ab.sh" "$tmp/dir" mla_decode va vb,va 2>/dev/null; then fail "base as candidate"; fi
-if OUT="$tmp/out2" "$root/scripts/device_ab.sh" "$tmp" mla_decode va vb 2>/dev/null; then fail "no harness"; fi
+# the base among the candidates, a folder without a harness and a missing argument are refused with status 2
+for args in "$tmp/dir mla_decode va vb,va" "$tmp mla_decode va vb" "$tmp/dir mla_decode va"; do
+  rc=0
+  # shellcheck disable=SC2086
+  OUT="$tmp/out2" "$root/scripts/device_ab.sh" $args 2>/dev/null || rc=$?
+  [[ $rc == 2 ]] || fail "refused with exit status 2: $args (got $rc)"
+done
 echo "test_device_ab: ok"
