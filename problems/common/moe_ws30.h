@@ -25,6 +25,9 @@ namespace {
 template <int WM, int MT, int KS, int STAGES, bool PF, int BN>
 struct Cfg : moe_fp8r2::Cfg<WM, MT, KS, STAGES, 2, PF, BN> {
   static constexpr int DIST = STAGES - 2;
+#if defined(MOE_WS30_MBAR)  // v76: the stages signalled per slot on mbarriers (moe_fp8r::LoopMbar)
+  static constexpr int kMbar = MOE_WS30_MBAR;
+#endif
 };
 
 // The path as one unit for a composed variant: moe_fp8r2's (the shapes of moe_fp8r2::Path, the OVL + PRO launch
