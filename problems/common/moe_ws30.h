@@ -37,7 +37,10 @@ template <class A, class B, int FORCE = 0>
 using PathOf = moe_fp8r2::PathOf<A, B, true, FORCE == 0, FORCE>;
 // 8 warps x two 16-row groups (256 weight rows) x tiles of up to 160 rows, 4 k-blocks a stage, 4 stages (148 KB; 5 stages
 // measured the same at d_expert 2048 and 1% slower at 512), the weight words one k-block ahead (v29's G160s otherwise).
-using G160w = Cfg<8, 2, 4, 4, true, 160>;
+#ifndef MOE_WS30_STAGES  // v78: 5
+#define MOE_WS30_STAGES 4
+#endif
+using G160w = Cfg<8, 2, 4, MOE_WS30_STAGES, true, 160>;
 using Path = PathOf<G160w, G160w>;
 #endif  // MOE_WG8_HOST
 
