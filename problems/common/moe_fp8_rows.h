@@ -295,7 +295,12 @@ struct LoopDist<C, std::void_t<decltype(C::DIST)>> {
 // thread arrives on its "empty" mbarrier once its warp's wgmma groups of the stage retired; a thread waits on "full"
 // before a stage and on "empty" before it copies into a slot, so warps drift apart by up to a stage instead of meeting
 // at every one. 1: no proxy fence (the copies' completion on the mbarrier orders them for wgmma in practice, as
-// public sm_90 kernels that feed wgmma from cp.async rely on); 2: fence.proxy.async after each "full" wait.
+// public sm_90 kernels that feed wgmma from cp.async rely on; not a valid ordering in the PTX memory model: the
+// activations are generic-proxy writes read by wgmma's async proxy); 2: fence.proxy.async after each "full" wait
+// (valid; the fence waits for every copy the thread has in flight); 3 (valid): the weights by bulk copies (async
+// proxy, read by generic loads: their completion on "full" orders them), one a 16-row group issued by lane 0 of each
+// warp; the activations and scales by cp.async, published by their writer one stage ahead (wait for its own copies
+// of stage ks + 1 at the top of stage ks, when they are the only ones in flight, fence.proxy.async, arrive).
 template <class C, class = void>
 struct LoopMbar {
   static constexpr int value = 0;
@@ -363,6 +368,9 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
   constexpr int kDist = LoopDist<C>::value;
   static_assert(MB == 0 || (kDist <= C::STAGES - 2 && C::NB >= 1),
                 "MBAR: a slot is refilled two stages after its last read at the earliest");
+  static_assert(MB != 3 || (kDist == 2 && !O::kNoBranch && !O::EF && (C::BM / 16) % (C::kThreads / kLanes) == 0),
+                "MBAR 3: stage ks + 1's copies are the only ones in flight at stage ks's top; the groups spread evenly");
+  constexpr int kBulkPerWarp = (C::BM / 16) / (C::kThreads / kLanes);  // MBAR 3: weight groups a warp's lane 0 copies
   uint64_t pol = 0;
   if constexpr (O::EF) pol = policy_evict_first();
   const uint32_t rg_bytes = uint32_t(KB) * 256u;
@@ -403,12 +411,25 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
     constexpr int P = decltype(p_tag)::value;
     uint8_t* st = smem + slot * C::kStageBytes;
     const uint8_t* wb = w + uint32_t(kb0) * 256u;
+    if constexpr (MB == 3) {
+      if ((P < 0 || P == 0) && lane == 0) {
+        const uint32_t bar = full0 + 8u * slot;
+        moe_wg8::mbar_expect_tx(bar, uint32_t(kBulkPerWarp * C::KS * 256));
 #pragma unroll
-    for (int n = 0; n < C::kWPer; ++n)
-      if (P < 0 || n / kPortion == P) {
-        if constexpr (O::EF) cp_async16_ef(st + C::kW + (tid + n * C::kThreads) * 16, wb + woff[n], pol);
-        else cp_async<16>(st + C::kW + (tid + n * C::kThreads) * 16, wb + woff[n]);
+        for (int j = 0; j < kBulkPerWarp; ++j) {
+          const int r = wm + j * (C::kThreads / kLanes);
+          moe_wg8::bulk_copy(moe_wg8::smem_addr(st + C::kW + r * C::KS * 256), wb + uint32_t(rg[r]) * rg_bytes,
+                             uint32_t(C::KS * 256), bar);
+        }
       }
+    } else {
+#pragma unroll
+      for (int n = 0; n < C::kWPer; ++n)
+        if (P < 0 || n / kPortion == P) {
+          if constexpr (O::EF) cp_async16_ef(st + C::kW + (tid + n * C::kThreads) * 16, wb + woff[n], pol);
+          else cp_async<16>(st + C::kW + (tid + n * C::kThreads) * 16, wb + woff[n]);
+        }
+    }
     const uint8_t* xb = x + uint32_t(kb0) * 32u;
 #pragma unroll
     for (int n = 0; n < C::kXPer; ++n) {
@@ -487,7 +508,7 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
           const int old = ks + kDist - C::STAGES;
           if (u == 0 && old >= 0) moe_wg8::mbar_wait_parity(empty0 + 8u * next_slot, uint32_t(old / C::STAGES) & 1u);
           load_part(u_tag, next_slot, next_kb);
-          if (u == C::KS - 1) moe_wg8::mbar_arrive_on_copies(full0 + 8u * next_slot);
+          if (MB != 3 && u == C::KS - 1) moe_wg8::mbar_arrive_on_copies(full0 + 8u * next_slot);
         }
       } else if (O::kNoBranch || has_next) {
         load_part(u_tag, next_slot, next_kb);
@@ -508,13 +529,25 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
   for (int s = 0; s < kDist; ++s) {
     if (s < nk) {
       load_part(std::integral_constant<int, -1>{}, s, s * C::KS);
-      if constexpr (MB != 0) moe_wg8::mbar_arrive_on_copies(full0 + 8u * s);
+      if constexpr (MB == 1 || MB == 2) moe_wg8::mbar_arrive_on_copies(full0 + 8u * s);
     }
-    if constexpr (MB == 0) cp_commit();
+    if constexpr (MB == 0 || MB == 3) cp_commit();
+  }
+  if constexpr (MB == 3) {  // stage 0's activations and scales published (the fence waits for stage 1's as well)
+    cp_wait<kDist - 1>();
+    moe_wg8::proxy_fence();
+    moe_wg8::mbar_arrive(full0);
   }
   for (int ks = 0; ks < nk; ++ks) {
     const int slot = ks % C::STAGES;
-    if constexpr (MB != 0) {
+    if constexpr (MB == 3) {  // publish this thread's copies of stage ks + 1 (the only ones in flight), then wait
+      if (ks + 1 < nk) {
+        cp_wait<0>();
+        moe_wg8::proxy_fence();
+        moe_wg8::mbar_arrive(full0 + 8u * ((ks + 1) % C::STAGES));
+      }
+      moe_wg8::mbar_wait_parity(full0 + 8u * slot, uint32_t(ks / C::STAGES) & 1u);
+    } else if constexpr (MB != 0) {
       moe_wg8::mbar_wait_parity(full0 + 8u * slot, uint32_t(ks / C::STAGES) & 1u);  // every thread's copies landed
       if constexpr (MB == 2) moe_wg8::proxy_fence();
     } else {
@@ -546,7 +579,7 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
     }
     const int next = ks + kDist;
     body(ks, slot, next % C::STAGES, (O::kClampNext ? (next < nk ? next : nk - 1) : next) * C::KS, next < nk);
-    if constexpr (MB == 0) cp_commit();
+    if constexpr (MB == 0 || MB == 3) cp_commit();
   }
   moe_wg8::wg_wait<0>();
 #pragma unroll

@@ -116,6 +116,16 @@ __device__ inline void mbar_arrive(uint32_t bar) {
 __device__ inline void mbar_arrive_on_copies(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
+// Raises the barrier's expected transaction bytes of its current phase (no arrival).
+__device__ inline void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// A bulk copy (async proxy) global -> shared, its bytes completing on the mbarrier's transaction count.
+__device__ inline void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+}
 __device__ inline void mbar_wait_parity(uint32_t bar, uint32_t parity) {
   asm volatile(
       "{\n.reg .pred P1;\nWAIT_AGAIN:\n"
