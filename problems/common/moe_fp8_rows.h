@@ -290,33 +290,6 @@ struct LoopDist<C, std::void_t<decltype(C::DIST)>> {
   static constexpr int value = C::DIST;
 };
 
-// MBAR (moe v75; a configuration's kMbar): the stages signalled per slot instead of by a block barrier a stage. Each
-// thread's copies of a stage arrive on the slot's "full" mbarrier as they land (cp.async.mbarrier.arrive.noinc), each
-// thread arrives on its "empty" mbarrier once its warp's wgmma groups of the stage retired; a thread waits on "full"
-// before a stage and on "empty" before it copies into a slot, so warps drift apart by up to a stage instead of meeting
-// at every one. 1: no proxy fence (the copies' completion on the mbarrier orders them for wgmma in practice, as
-// public sm_90 kernels that feed wgmma from cp.async rely on; not a valid ordering in the PTX memory model: the
-// activations are generic-proxy writes read by wgmma's async proxy); 2: fence.proxy.async after each "full" wait
-// (valid; the fence waits for every copy the thread has in flight); 3 (valid): the weights by bulk copies (async
-// proxy, read by generic loads: their completion on "full" orders them), one a 16-row group issued by lane 0 of each
-// warp; the activations and scales by cp.async, published by their writer one stage ahead (wait for its own copies
-// of stage ks + 1 at the top of stage ks, when they are the only ones in flight, fence.proxy.async, arrive).
-template <class C, class = void>
-struct LoopMbar {
-  static constexpr int value = 0;
-};
-template <class C>
-struct LoopMbar<C, std::void_t<decltype(C::kMbar)>> {
-  static constexpr int value = C::kMbar;
-};
-#if defined(MOE_WG8_DEVICE)
-template <int N>
-__device__ inline uint64_t* loop_mbarriers() {
-  __shared__ uint64_t bars[N];
-  return bars;
-}
-#endif
-
 template <class C, class = void>
 struct LoopOpts {
   static constexpr bool EF = false, kNoBranch = false, kClampNext = false;
@@ -364,29 +337,9 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
   const int g = lane / 4;
   const int nk = KBp / C::KS;
   using O = LoopOpts<C>;
-  constexpr int MB = LoopMbar<C>::value;
-  constexpr int kDist = LoopDist<C>::value;
-  static_assert(MB == 0 || (kDist <= C::STAGES - 2 && C::NB >= 1),
-                "MBAR: a slot is refilled two stages after its last read at the earliest");
-  static_assert(MB != 3 || (kDist == 2 && !O::kNoBranch && !O::EF && (C::BM / 16) % (C::kThreads / kLanes) == 0),
-                "MBAR 3: stage ks + 1's copies are the only ones in flight at stage ks's top; the groups spread evenly");
-  constexpr int kBulkPerWarp = (C::BM / 16) / (C::kThreads / kLanes);  // MBAR 3: weight groups a warp's lane 0 copies
   uint64_t pol = 0;
   if constexpr (O::EF) pol = policy_evict_first();
   const uint32_t rg_bytes = uint32_t(KB) * 256u;
-  uint32_t full0 = 0, empty0 = 0;  // MBAR: slot s's mbarriers at full0 + 8 s, empty0 + 8 s
-  if constexpr (MB != 0) {
-    full0 = moe_wg8::smem_addr(loop_mbarriers<2 * C::STAGES>());
-    empty0 = full0 + 8u * C::STAGES;
-    __syncthreads();  // a previous call's waits are over before the barriers start again
-    if (tid == 0)
-#pragma unroll
-      for (int s = 0; s < C::STAGES; ++s) {
-        moe_wg8::mbar_init(full0 + 8u * s, C::kThreads);
-        moe_wg8::mbar_init(empty0 + 8u * s, C::kThreads);
-      }
-    __syncthreads();
-  }
 
   uint32_t woff[C::kWPer], xoff[C::kXPer];
 #pragma unroll
@@ -411,25 +364,12 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
     constexpr int P = decltype(p_tag)::value;
     uint8_t* st = smem + slot * C::kStageBytes;
     const uint8_t* wb = w + uint32_t(kb0) * 256u;
-    if constexpr (MB == 3) {
-      if ((P < 0 || P == 0) && lane == 0) {
-        const uint32_t bar = full0 + 8u * slot;
-        moe_wg8::mbar_expect_tx(bar, uint32_t(kBulkPerWarp * C::KS * 256));
 #pragma unroll
-        for (int j = 0; j < kBulkPerWarp; ++j) {
-          const int r = wm + j * (C::kThreads / kLanes);
-          moe_wg8::bulk_copy(moe_wg8::smem_addr(st + C::kW + r * C::KS * 256), wb + uint32_t(rg[r]) * rg_bytes,
-                             uint32_t(C::KS * 256), bar);
-        }
+    for (int n = 0; n < C::kWPer; ++n)
+      if (P < 0 || n / kPortion == P) {
+        if constexpr (O::EF) cp_async16_ef(st + C::kW + (tid + n * C::kThreads) * 16, wb + woff[n], pol);
+        else cp_async<16>(st + C::kW + (tid + n * C::kThreads) * 16, wb + woff[n]);
       }
-    } else {
-#pragma unroll
-      for (int n = 0; n < C::kWPer; ++n)
-        if (P < 0 || n / kPortion == P) {
-          if constexpr (O::EF) cp_async16_ef(st + C::kW + (tid + n * C::kThreads) * 16, wb + woff[n], pol);
-          else cp_async<16>(st + C::kW + (tid + n * C::kThreads) * 16, wb + woff[n]);
-        }
-    }
     const uint8_t* xb = x + uint32_t(kb0) * 32u;
 #pragma unroll
     for (int n = 0; n < C::kXPer; ++n) {
@@ -446,7 +386,7 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
   uint32_t a[C::NB][C::MT][4];
   uint32_t c0[C::MT][2], c1[C::MT][2];
 
-  auto body = [&](int ks, int slot, int next_slot, int next_kb, bool has_next) {
+  auto body = [&](int slot, int next_slot, int next_kb, bool has_next) {
     const uint8_t* st = smem + slot * C::kStageBytes;
     const uint64_t desc0 = smem_desc(smem_s + slot * C::kStageBytes + C::kX, C::kSBO);
     uint32_t sw[C::MT][2][C::KS / 4];  // scale words of rows g and g + 8 of each group
@@ -502,60 +442,28 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
       for (int m = 0; m < C::MT; ++m) wgmma_e4m3<NCOLS, C::NG>(acc[m], a[b][m], desc0 + uint64_t(u * 256 / 16));
       moe_wg8::wg_commit();
       if constexpr (C::PF && u + 1 < C::KS) read_words(u + 1);
-      if constexpr (MB != 0) {
-        // MBAR: the slot held stage ks + kDist - STAGES; every thread released it one stage ago or is about to
-        if (has_next) {
-          const int old = ks + kDist - C::STAGES;
-          if (u == 0 && old >= 0) moe_wg8::mbar_wait_parity(empty0 + 8u * next_slot, uint32_t(old / C::STAGES) & 1u);
-          load_part(u_tag, next_slot, next_kb);
-          if (MB != 3 && u == C::KS - 1) moe_wg8::mbar_arrive_on_copies(full0 + 8u * next_slot);
-        }
-      } else if (O::kNoBranch || has_next) {
-        load_part(u_tag, next_slot, next_kb);
-      }
+      if (O::kNoBranch || has_next) load_part(u_tag, next_slot, next_kb);
       moe_wg8::wg_wait<C::NB - 1>();
-      // MBAR: with at most NB - 1 groups in flight, stage ks - 1's are retired after step NB - 2 (or 0)
-      if constexpr (MB != 0 && u == (C::NB >= 2 ? C::NB - 2 : 0))
-        if (ks >= 1) moe_wg8::mbar_arrive(empty0 + 8u * ((ks - 1) % C::STAGES));
     };
     [&]<int... U>(std::integer_sequence<int, U...>) {
       (kblock(std::integral_constant<int, U>{}), ...);
     }(std::make_integer_sequence<int, C::KS>{});
   };
 
+  constexpr int kDist = LoopDist<C>::value;
   static_assert(kDist >= 1 && kDist <= C::STAGES - 1 && (kDist == C::STAGES - 1 || C::NB - 1 <= C::KS),
                 "copy distance; without the drain the groups in flight at a stage barrier must be the last stage's");
 #pragma unroll
   for (int s = 0; s < kDist; ++s) {
-    if (s < nk) {
-      load_part(std::integral_constant<int, -1>{}, s, s * C::KS);
-      if constexpr (MB == 1 || MB == 2) moe_wg8::mbar_arrive_on_copies(full0 + 8u * s);
-    }
-    if constexpr (MB == 0 || MB == 3) cp_commit();
-  }
-  if constexpr (MB == 3) {  // stage 0's activations and scales published (the fence waits for stage 1's as well)
-    cp_wait<kDist - 1>();
-    moe_wg8::proxy_fence();
-    moe_wg8::mbar_arrive(full0);
+    if (s < nk) load_part(std::integral_constant<int, -1>{}, s, s * C::KS);
+    cp_commit();
   }
   for (int ks = 0; ks < nk; ++ks) {
+    cp_wait<kDist - 1>();  // this thread's copies of stage ks landed
+    if constexpr (kDist == C::STAGES - 1) moe_wg8::wg_wait<0>();  // this warp's wgmma reads of stage ks - 1 are done
+    moe_wg8::proxy_fence();  // the landed copies -> visible to wgmma's shared-memory reads
+    __syncthreads();
     const int slot = ks % C::STAGES;
-    if constexpr (MB == 3) {  // publish this thread's copies of stage ks + 1 (the only ones in flight), then wait
-      if (ks + 1 < nk) {
-        cp_wait<0>();
-        moe_wg8::proxy_fence();
-        moe_wg8::mbar_arrive(full0 + 8u * ((ks + 1) % C::STAGES));
-      }
-      moe_wg8::mbar_wait_parity(full0 + 8u * slot, uint32_t(ks / C::STAGES) & 1u);
-    } else if constexpr (MB != 0) {
-      moe_wg8::mbar_wait_parity(full0 + 8u * slot, uint32_t(ks / C::STAGES) & 1u);  // every thread's copies landed
-      if constexpr (MB == 2) moe_wg8::proxy_fence();
-    } else {
-      cp_wait<kDist - 1>();  // this thread's copies of stage ks landed
-      if constexpr (kDist == C::STAGES - 1) moe_wg8::wg_wait<0>();  // this warp's wgmma reads of stage ks - 1 are done
-      moe_wg8::proxy_fence();  // the landed copies -> visible to wgmma's shared-memory reads
-      __syncthreads();
-    }
     if (ks == 0) {
       // Each row's window from its first stage: the largest byte at d = 3, window d in [-5, 6].
 #pragma unroll
@@ -578,8 +486,8 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
         }
     }
     const int next = ks + kDist;
-    body(ks, slot, next % C::STAGES, (O::kClampNext ? (next < nk ? next : nk - 1) : next) * C::KS, next < nk);
-    if constexpr (MB == 0 || MB == 3) cp_commit();
+    body(slot, next % C::STAGES, (O::kClampNext ? (next < nk ? next : nk - 1) : next) * C::KS, next < nk);
+    cp_commit();
   }
   moe_wg8::wg_wait<0>();
 #pragma unroll

@@ -104,36 +104,6 @@ __device__ inline void wg_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 __device__ inline void proxy_fence() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-// Shared-memory mbarriers for cp.async stages signalled per slot instead of by block barriers (moe v75).
-__device__ inline uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
-__device__ inline void mbar_init(uint32_t bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ inline void mbar_arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-// One arrival once every cp.async this thread issued before it has landed (the arrival is not counted up front).
-__device__ inline void mbar_arrive_on_copies(uint32_t bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-}
-// Raises the barrier's expected transaction bytes of its current phase (no arrival).
-__device__ inline void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-// A bulk copy (async proxy) global -> shared, its bytes completing on the mbarrier's transaction count.
-__device__ inline void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(bar)
-               : "memory");
-}
-__device__ inline void mbar_wait_parity(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n.reg .pred P1;\nWAIT_AGAIN:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
-      "@!P1 bra WAIT_AGAIN;\n}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
 __device__ inline void reg_fence(float& x) { asm volatile("" : "+f"(x)::"memory"); }
 __device__ inline void reg_fence(uint32_t& x) { asm volatile("" : "+r"(x)::"memory"); }
 // d = A (64 x 32 e4m3, registers) x B (32 x 8 e4m3, shared memory), fresh accumulator.

@@ -25,9 +25,6 @@ namespace {
 template <int WM, int MT, int KS, int STAGES, bool PF, int BN>
 struct Cfg : moe_fp8r2::Cfg<WM, MT, KS, STAGES, 2, PF, BN> {
   static constexpr int DIST = STAGES - 2;
-#if defined(MOE_WS30_MBAR)  // v76: the stages signalled per slot on mbarriers (moe_fp8r::LoopMbar)
-  static constexpr int kMbar = MOE_WS30_MBAR;
-#endif
 };
 
 // The path as one unit for a composed variant: moe_fp8r2's (the shapes of moe_fp8r2::Path, the OVL + PRO launch
@@ -37,10 +34,7 @@ template <class A, class B, int FORCE = 0>
 using PathOf = moe_fp8r2::PathOf<A, B, true, FORCE == 0, FORCE>;
 // 8 warps x two 16-row groups (256 weight rows) x tiles of up to 160 rows, 4 k-blocks a stage, 4 stages (148 KB; 5 stages
 // measured the same at d_expert 2048 and 1% slower at 512), the weight words one k-block ahead (v29's G160s otherwise).
-#ifndef MOE_WS30_STAGES  // v78: 5
-#define MOE_WS30_STAGES 4
-#endif
-using G160w = Cfg<8, 2, 4, MOE_WS30_STAGES, true, 160>;
+using G160w = Cfg<8, 2, 4, 4, true, 160>;
 using Path = PathOf<G160w, G160w>;
 #endif  // MOE_WG8_HOST
 

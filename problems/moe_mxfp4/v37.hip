@@ -20,9 +20,6 @@ namespace moe_v37 {  // named: a kernel argument type in the file's unnamed name
 // moe_wide27's 32-row configuration with the copy distance of moe_fp8r::LoopDist.
 struct G27d : moe_w32::G27 {
   static constexpr int DIST = moe_w32::G27::STAGES - 2;
-#if defined(MOE_GATE_UP_MBAR)  // v75: the stages signalled per slot on mbarriers (moe_fp8r::LoopMbar)
-  static constexpr int kMbar = MOE_GATE_UP_MBAR;
-#endif
 };
 // The E257 bs512 plan's down configuration: moe_w32::G27, or (MOE_DOWN_ZERO_PAD, v72) G27 zero-filling its tiles'
 // padding rows of activations instead of reading them (rows no gate_up block writes: compute-sanitizer's initcheck
