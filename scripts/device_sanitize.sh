@@ -4,7 +4,7 @@
 # test shapes and once on the benchmark shapes (`--shape-set benchmark`: the shapes that take the large-batch
 # paths), so the inputs' generator, the GPU reference and the variant's kernels all run under the tool.
 #   scripts/device_sanitize.sh DIR PROBLEM VARIANTS [SHAPE_SETS]
-#     DIR         holds the harness binary
+#     DIR         holds the harness binary (harness, or harness.gz: unpacked in place)
 #     VARIANTS    comma-separated (each sanitized on its own)
 #     SHAPE_SETS  comma-separated among test, benchmark (default: test,benchmark)
 # Environment: TOOLS (default "memcheck racecheck synccheck initcheck"), SHAPES (benchmark shape indices, default
@@ -20,6 +20,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 dir=${1:?usage: scripts/device_sanitize.sh DIR PROBLEM VARIANTS [SHAPE_SETS]}
 problem=${2:?problem} variants=${3:?variants} sets=${4:-test,benchmark}
+if [[ ! -x "$dir/harness" && -f "$dir/harness.gz" ]]; then gunzip -kf "$dir/harness.gz" && chmod +x "$dir/harness"; fi
+[[ -x "$dir/harness" ]] || { echo "device_sanitize: no harness binary in $dir" >&2; exit 2; }
 out=${OUT:-/tmp/device_sanitize}/sanitize
 mkdir -p "$out"
 san=$(command -v compute-sanitizer || { [[ -x /usr/local/cuda/bin/compute-sanitizer ]] && echo /usr/local/cuda/bin/compute-sanitizer; })

@@ -30,6 +30,8 @@ fi
 echo "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"
 SAN
 chmod +x "$tmp/bin/compute-sanitizer"
+# DIR holds the harness gzip'd, as carried to the device machine: the script unpacks it before the first run.
+printf '#!/bin/sh\nexit 0\n' | gzip -c > "$tmp/dir/harness.gz"
 out=$(PATH="$tmp/bin:$PATH" OUT="$tmp/out" TOOLS="memcheck racecheck" "$root/scripts/device_sanitize.sh" "$tmp/dir" \
   moe_mxfp4 v54 test)
 fail() { echo "test_device_sanitize: $1"; echo "$out"; exit 1; }
@@ -41,7 +43,14 @@ sites="$tmp/out/sanitize/moe_mxfp4_v54_test_memcheck.sites"
 [[ -f "$sites" && ! -f "$tmp/out/sanitize/moe_mxfp4_v54_test_racecheck.sites" ]] || fail "sites files"
 grep -qE '^ +2 Invalid __global__ read of size 16 bytes at helper.h:17 <- kernel_a.h:42$' "$sites" || fail "helper site"
 grep -qE '^ +1 Invalid __shared__ write of size 4 bytes at kernel_b.h:9 <- kernel_b.h:9$' "$sites" || fail "direct site"
-# an unknown shape set is refused
+[[ -x "$tmp/dir/harness" ]] || fail "harness.gz not unpacked"
+# a folder without a harness is refused (status 2), as is an unknown shape set
+mkdir -p "$tmp/empty"
+set +e
+PATH="$tmp/bin:$PATH" OUT="$tmp/out" "$root/scripts/device_sanitize.sh" "$tmp/empty" moe_mxfp4 v54 test 2>/dev/null
+rc=$?
+set -e
+(( rc == 2 )) || fail "no harness: status $rc, not 2"
 if PATH="$tmp/bin:$PATH" OUT="$tmp/out" "$root/scripts/device_sanitize.sh" "$tmp/dir" moe_mxfp4 v54 tests 2>/dev/null; then
   fail "unknown shape set accepted"
 fi
