@@ -40,6 +40,18 @@ struct G27Plan2 : G27Down1 {
 #else
 using G27Plan2 = G27Down1;
 #endif
+#if defined(MOE_FEW64)
+// v81: the E33 bs128 plan (moe_w32's PFew) on tiles of up to 64 rows, so that an expert's ~32 +- 6 pairs take one
+// tile and its weights are decoded once (v54: 32-row tiles, ~half the routed experts decoded twice). One 16-row group
+// a warp (128 weight rows a block) keeps the accumulators at G27d's 32 registers a thread (2 blocks an SM).
+struct G64 : moe_wide27::Cfg<8, 1, 64, 4, 4, 2, true, 2> {
+  static constexpr int DIST = STAGES - 2;
+};
+struct G64Down : moe_wide27::Cfg<8, 1, 64, 4, 4, 2, true, 2> {
+  static constexpr bool kZeroPad = true;
+  static constexpr bool kYStage = false;
+};
+#endif
 }  // namespace moe_v37
 #endif
 
@@ -49,8 +61,12 @@ using namespace moe_dispatch;
 using moe_v37::G27d;
 // moe_w32::Path's plans (E257 bs512: 1 gate_up part, down NS 4, 256-thread prologue blocks; E33 bs128: 2 parts, NS 2,
 // 1024 threads) with G27d's gate_up.
-using Path32 = moe_w32::PathOf<moe_w32::Plan<G27d, moe_v37::G27Down1, 1, 4, 0, V37_FORCE, 256>,
-                               moe_w32::Plan<G27d, moe_v37::G27Plan2, 2, 2, 0, V37_FORCE, 1024>>;
+#if defined(MOE_FEW64)
+using PFew = moe_w32::Plan<moe_v37::G64, moe_v37::G64Down, MOE_FEW64, 4, 0, V37_FORCE, 1024>;  // MOE_FEW64: K-parts
+#else
+using PFew = moe_w32::Plan<G27d, moe_v37::G27Plan2, 2, 2, 0, V37_FORCE, 1024>;
+#endif
+using Path32 = moe_w32::PathOf<moe_w32::Plan<G27d, moe_v37::G27Down1, 1, 4, 0, V37_FORCE, 256>, PFew>;
 #if V37_FORCE
 using Paths = Dispatch<Or<moe_rows8x::Rows8XPath<>, V20Rows8>, Or<Path32, moe_wide22::Path32>,
                        Or<moe_ws30::PathOf<moe_ws30::G160w, moe_ws30::G160w, V37_FORCE>, V20Rows64>>;
