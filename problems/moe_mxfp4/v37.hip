@@ -62,7 +62,10 @@ using moe_v37::G27d;
 // moe_w32::Path's plans (E257 bs512: 1 gate_up part, down NS 4, 256-thread prologue blocks; E33 bs128: 2 parts, NS 2,
 // 1024 threads) with G27d's gate_up.
 #if defined(MOE_FEW64)
-using PFew = moe_w32::Plan<moe_v37::G64, moe_v37::G64Down, MOE_FEW64, 4, 0, V37_FORCE, 1024>;  // MOE_FEW64: K-parts
+#ifndef MOE_FEW64_NS  // down slices a block
+#define MOE_FEW64_NS 4
+#endif
+using PFew = moe_w32::Plan<moe_v37::G64, moe_v37::G64Down, MOE_FEW64, MOE_FEW64_NS, 0, V37_FORCE, 1024>;  // MOE_FEW64: K-parts
 #else
 using PFew = moe_w32::Plan<G27d, moe_v37::G27Plan2, 2, 2, 0, V37_FORCE, 1024>;
 #endif
