@@ -44,10 +44,7 @@ using G27Plan2 = G27Down1;
 // v81: the E33 bs128 plan (moe_w32's PFew) on tiles of up to 64 rows, so that an expert's ~32 +- 6 pairs take one
 // tile and its weights are decoded once (v54: 32-row tiles, ~half the routed experts decoded twice). One 16-row group
 // a warp (128 weight rows a block) keeps the accumulators at G27d's 32 registers a thread (2 blocks an SM).
-#ifndef MOE_FEW64_MINB  // gate_up blocks an SM
-#define MOE_FEW64_MINB 2
-#endif
-struct G64 : moe_wide27::Cfg<8, 1, 64, 4, 4, 2, true, MOE_FEW64_MINB> {
+struct G64 : moe_wide27::Cfg<8, 1, 64, 4, 4, 2, true, 2> {
   static constexpr int DIST = STAGES - 2;
 };
 struct G64Down : moe_wide27::Cfg<8, 1, 64, 4, 4, 2, true, 2> {
@@ -65,10 +62,7 @@ using moe_v37::G27d;
 // moe_w32::Path's plans (E257 bs512: 1 gate_up part, down NS 4, 256-thread prologue blocks; E33 bs128: 2 parts, NS 2,
 // 1024 threads) with G27d's gate_up.
 #if defined(MOE_FEW64)
-#ifndef MOE_FEW64_NS  // down slices a block
-#define MOE_FEW64_NS 4
-#endif
-using PFew = moe_w32::Plan<moe_v37::G64, moe_v37::G64Down, MOE_FEW64, MOE_FEW64_NS, 0, V37_FORCE, 1024>;  // MOE_FEW64: K-parts
+using PFew = moe_w32::Plan<moe_v37::G64, moe_v37::G64Down, MOE_FEW64, 4, 0, V37_FORCE, 1024>;  // MOE_FEW64: K-parts
 #else
 using PFew = moe_w32::Plan<G27d, moe_v37::G27Plan2, 2, 2, 0, V37_FORCE, 1024>;
 #endif
