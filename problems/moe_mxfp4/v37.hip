@@ -60,7 +60,8 @@ namespace {
 using namespace moe_dispatch;
 using moe_v37::G27d;
 // moe_w32::Path's plans (E257 bs512: 1 gate_up part, down NS 4, 256-thread prologue blocks; E33 bs128: 2 parts, NS 2,
-// 1024 threads) with G27d's gate_up.
+// 1024 threads) with G27d's gate_up; with MOE_FEW64 (v81) E33 bs128's plan runs G64's 64-row tiles instead
+// (MOE_FEW64 gate_up parts, NS 4).
 #if defined(MOE_FEW64)
 using PFew = moe_w32::Plan<moe_v37::G64, moe_v37::G64Down, MOE_FEW64, 4, 0, V37_FORCE, 1024>;  // MOE_FEW64: K-parts
 #else
