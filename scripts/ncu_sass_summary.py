@@ -92,16 +92,21 @@ def main():
 
 
 def loops_of(rows, ix):
-    """(first, last) row indices of every range closed by a backward branch (BRA to an address at or before it)."""
+    """(first, last) row indices of every range closed by a backward branch (BRA to an address at or before it).
+    A branch that runs less than half as often as the instruction it jumps back to does not close a loop: it is an
+    out-of-line block returning into the code (ptxas puts e.g. an mbarrier wait's retry after the kernel's end), and
+    the "range" it spans would swallow the real loops."""
     addr = [int(r[ix["Address"]], 16) for r in rows]
     row_at = {a: i for i, a in enumerate(addr)}
     found = set()
     for i, r in enumerate(rows):
         m = re.search(r"\bBRA(?:\.\w+)*\s+(0x[0-9a-fA-F]+)", r[ix["Source"]])
-        taken = num(r[ix["Instructions Executed"]]) > 0  # (never-executed branches: divergence paths' jumps)
+        runs = num(r[ix["Instructions Executed"]])  # (never-executed branches: divergence paths' jumps)
         target = int(m.group(1), 16) if m else None
-        if taken and target is not None and target <= addr[i] and target in row_at:
-            found.add((row_at[target], i))
+        if runs > 0 and target is not None and target <= addr[i] and target in row_at:
+            first = row_at[target]
+            if runs >= 0.5 * num(rows[first][ix["Instructions Executed"]]):
+                found.add((first, i))
     return sorted(found)
 
 
