@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.." || exit 2
 usage="usage: scripts/device_ab.sh DIR PROBLEM BASE CANDIDATES"
 (( $# == 4 )) || { echo "$usage" >&2; exit 2; }
 dir=$1 problem=$2 base=$3 cands=$4
-if [[ ! -x "$dir/harness" && -f "$dir/harness.gz" ]]; then gunzip -kf "$dir/harness.gz" && chmod +x "$dir/harness"; fi
+source scripts/lib/unpack_harness.sh && unpack_harness "$dir"
 h="$dir/harness"
 [[ -x "$h" ]] || { echo "device_ab: no harness binary in $dir" >&2; exit 2; }
 [[ ",$cands," != *",$base,"* ]] || { echo "device_ab: the base $base is also a candidate" >&2; exit 2; }

@@ -6,7 +6,7 @@
 # With OUT set, every log and JSON ends up in one archive, $OUT/device_all.tgz, and nothing else is
 # left in $OUT (the device tool returns few files): a caller that packs $OUT again must not overwrite
 # that archive (session 14's final call lost its JSON that way).
-#   scripts/device_all.sh DIR      DIR holds harness, tests/harness_tests, tests/harness_planted and
+#   scripts/device_all.sh DIR      DIR holds harness (or harness.gz), tests/harness_tests, tests/harness_planted and
 #                                  (optionally) submissions/<problem>__<variant>.py (else every GPU
 #                                  variant is exported on the device)
 # Environment: DEADLINE_S (default 420): steps that would start after this many seconds are skipped
@@ -18,6 +18,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:?usage: scripts/device_all.sh DIR}
+source scripts/lib/unpack_harness.sh && unpack_harness "$dir"
 out=${OUT:-/tmp/device_all}
 mkdir -p "$out"
 deadline=${DEADLINE_S:-420}

@@ -20,7 +20,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 dir=${1:?usage: scripts/device_sanitize.sh DIR PROBLEM VARIANTS [SHAPE_SETS]}
 problem=${2:?problem} variants=${3:?variants} sets=${4:-test,benchmark}
-if [[ ! -x "$dir/harness" && -f "$dir/harness.gz" ]]; then gunzip -kf "$dir/harness.gz" && chmod +x "$dir/harness"; fi
+source scripts/lib/unpack_harness.sh && unpack_harness "$dir"
 [[ -x "$dir/harness" ]] || { echo "device_sanitize: no harness binary in $dir" >&2; exit 2; }
 out=${OUT:-/tmp/device_sanitize}/sanitize
 mkdir -p "$out"

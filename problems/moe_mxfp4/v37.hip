@@ -44,10 +44,11 @@ using G27Plan2 = G27Down1;
 // v81: the E33 bs128 plan (moe_w32's PFew) on tiles of up to 64 rows, so that an expert's ~32 +- 6 pairs take one
 // tile and its weights are decoded once (v54: 32-row tiles, ~half the routed experts decoded twice). One 16-row group
 // a warp (128 weight rows a block) keeps the accumulators at G27d's 32 registers a thread (2 blocks an SM).
-struct G64 : moe_wide27::Cfg<8, 1, 64, 4, 4, 2, true, 2> {
+using C64 = moe_wide27::Cfg<8, 1, 64, 4, 4, 2, true, 2>;
+struct G64 : C64 {
   static constexpr int DIST = STAGES - 2;
 };
-struct G64Down : moe_wide27::Cfg<8, 1, 64, 4, 4, 2, true, 2> {
+struct G64Down : C64 {
   static constexpr bool kZeroPad = true;
   static constexpr bool kYStage = false;
 };
