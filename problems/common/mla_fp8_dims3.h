@@ -36,6 +36,7 @@
 // launch(args).
 #pragma once
 #include <cstring>
+#include <type_traits>
 
 #include "problems/common/mla_fp8_dims2.h"
 
@@ -53,6 +54,14 @@ constexpr int kQP = 4;
 constexpr int kEF = 8;
 constexpr int kMG = 16;
 constexpr int kSP = 32;
+// kIC / kICA (session 21, measurement of the conversion pipe): the K words of warps dw >= 4 (kIC: one warp of each
+// scheduler) or of every warp (kICA) turned into f16x2 by bit moves instead of cvt.rn.f16x2.e4m3x2 (F2FP): an e4m3
+// byte's magnitude bits 0-6 moved to bits 7-13 of an f16 and its sign to bit 15 make the f16 of exactly 2^-8 its
+// value (normals and subnormals alike). Such a warp's partial logits are multiplied by 2^8 before they are stored
+// and its V^T fragments carry the 2^-8 into its O accumulators: the kernel's epilogue multiplies them back
+// (ic_warp() says which warps). F16P only.
+constexpr int kIC = 64;
+constexpr int kICA = 128;
 constexpr int kSpanSlots = 64;  // SP: the block's first 64 items
 constexpr int kMaxMergeBatches = 1 << 14;
 constexpr float kQScaleF16P = 0.125f;  // Q pre-scale with f16 partials (exact power of two)
@@ -117,6 +126,22 @@ __device__ inline uint32_t hadd2(uint32_t x, uint32_t y) {
   asm("add.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(x), "r"(y));
   return r;
 }
+// e4m3 bytes 0, 1 (lo) or 2, 3 (hi) of w -> f16x2 of 2^-8 their values, without F2FP (kIC).
+__device__ __forceinline__ uint32_t e4m3_lo_bits(uint32_t w) {
+  return (__byte_perm(w & 0x7F7F7F7Fu, 0u, 0x4140) << 7) + __byte_perm(w & 0x80808080u, 0u, 0x1404);
+}
+__device__ __forceinline__ uint32_t e4m3_hi_bits(uint32_t w) {
+  return (__byte_perm(w & 0x7F7F7F7Fu, 0u, 0x4342) << 7) + __byte_perm(w & 0x80808080u, 0u, 0x3424);
+}
+__device__ inline uint32_t hmul2(uint32_t x, uint32_t y) {
+  uint32_t r;
+  asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(x), "r"(y));
+  return r;
+}
+template <int OPT>
+__device__ __forceinline__ bool ic_warp(int dw) {
+  return (OPT & kICA) != 0 || ((OPT & kIC) != 0 && dw >= 4);
+}
 __device__ inline float2 f16x2_to_f32(uint32_t x) {
   float lo, hi;
   asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.f32.f16 %0, l;\ncvt.f32.f16 %1, h;\n}" : "=f"(lo), "=f"(hi) : "r"(x));
@@ -158,7 +183,12 @@ __device__ __forceinline__ void dims_tile3(unsigned char* smem, const Lane& ln, 
   // V^T material kept across the barriers: PM: the raw K words (token g, g + 8) of m tile i, then the
   // transposed byte pairs; else: the converted K fragments, then transposed (v18).
   uint32_t vt[4][4][4];
-  {
+  static_assert((OPT & (kIC | kICA)) == 0 || (F16P && !PM), "kIC / kICA: F16P, not PM");
+  // IC: the conversions by bit moves (values x 2^-8, the partial logits scaled back before they are stored)
+  auto qk = [&](auto ic_tag) {
+    constexpr bool IC = decltype(ic_tag)::value;
+    auto e4m3_lo = [](uint32_t w) { return IC ? e4m3_lo_bits(w) : mla_dims2::e4m3_lo(w); };
+    auto e4m3_hi = [](uint32_t w) { return IC ? e4m3_hi_bits(w) : mla_dims2::e4m3_hi(w); };
     mma::FragA ropeA[2];  // the warp's rope A fragments (m tile mr), k steps 0, 1
     {
       const unsigned char* rowg = st + (16 * mr + g) * kDimQK + kDimV + 32 * (dw & 1) + 8 * t;
@@ -236,7 +266,11 @@ __device__ __forceinline__ void dims_tile3(unsigned char* smem, const Lane& ln, 
       for (int nt = 0; nt < 2; ++nt) {
         if constexpr (F16P) {
           uint2* sp2 = reinterpret_cast<uint2*>(smem + L::sp);
-          sp2[((dw * 4 + mt) * 2 + nt) * WS + lane] = make_uint2(c16[i][nt][0], c16[i][nt][1]);
+          if constexpr (IC)  // x 2^8 (f16 0x5C00)
+            sp2[((dw * 4 + mt) * 2 + nt) * WS + lane] =
+                make_uint2(hmul2(c16[i][nt][0], 0x5C005C00u), hmul2(c16[i][nt][1], 0x5C005C00u));
+          else
+            sp2[((dw * 4 + mt) * 2 + nt) * WS + lane] = make_uint2(c16[i][nt][0], c16[i][nt][1]);
         } else {
           float4* sp = reinterpret_cast<float4*>(smem + L::sp);
           sp[((dw * 4 + mt) * 2 + nt) * WS + lane] =
@@ -244,7 +278,16 @@ __device__ __forceinline__ void dims_tile3(unsigned char* smem, const Lane& ln, 
         }
       }
     }
-  }
+  };
+  if constexpr ((OPT & kICA) != 0)
+    qk(std::true_type{});
+  else if constexpr ((OPT & kIC) != 0) {
+    if (ic_warp<OPT>(dw))
+      qk(std::true_type{});
+    else
+      qk(std::false_type{});
+  } else
+    qk(std::false_type{});
   __syncthreads();  // A: partial logits written; this tile's stage is free
   after_a();
 

@@ -34,7 +34,9 @@ using mla_dims::kT;
 constexpr int kF16P = mla_dims3::kF16P;
 constexpr int kQP = mla_dims3::kQP;
 constexpr int kEF = mla_dims3::kEF;
-constexpr int kD3Bits = kF16P | kQP | kEF;  // the bits dims_tile3 / Smem see
+constexpr int kIC = mla_dims3::kIC;
+constexpr int kICA = mla_dims3::kICA;
+constexpr int kD3Bits = kF16P | kQP | kEF | kIC | kICA;  // the bits dims_tile3 / Smem see
 
 constexpr int fDir = 16, fMg = 256, fHp = 512;
 // fLf (with fMg; mla-large5, session 10): the merge's arrival as cooperative groups' grid sync does it: a block
@@ -42,6 +44,9 @@ constexpr int fDir = 16, fMg = 256, fHp = 512;
 // barrier), counts in and polls with acquire loads; a block barrier; no fences by the other threads (v25: a
 // fence by every thread before the first barrier and after the second). bs 32 / kv 8192: -0.3 us.
 constexpr int fLf = 1024;
+// fNc (host side only, session 21 measurement): the merging launch without the cooperative attribute (every block
+// is resident anyway: one block an SM, grid <= SMs, merges() checks it).
+constexpr int fNc = 1 << 20;
 
 constexpr int kMaxMgBatches = 1024;  // fMg's counters
 
@@ -243,7 +248,8 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
       for (int c = 0; c < 2; ++c) {
         const int h = 8 * nt + 2 * t + c;
         const float l = lpart_sm[h] + lpart_sm[kHeads + h] + lpart_sm[2 * kHeads + h] + lpart_sm[3 * kHeads + h];
-        const float f = l > 0.f ? kv_scale / l : 0.f;
+        // kIC / kICA: such a warp's O is 2^-8 of the true sums (its V^T fragments were made by bit moves)
+        const float f = l > 0.f ? kv_scale / l * (mla_dims3::ic_warp<D3>(dw) ? 256.f : 1.f) : 0.f;
         float keep[2][2], recv[2][2];
 #pragma unroll
         for (int pp = 0; pp < 2; ++pp)
@@ -453,8 +459,9 @@ struct DirPath {
     const dim3 grid(unsigned(std::min<int64_t>(int64_t(a.cfg.batch_size) * pl.splits, current_device_shape().compute_units)));
     const bool mg = merges(a.cfg, pl);
     if (mg)
-      K5<S, OPT, R, fDir | fMg | (HP ? fHp : 0) | XF>::run(a, grid, pl.tokens_per_split, pl.splits, part, 0,
-                                                      a.cfg.batch_size, "mla_fp8_dims5_kernel<direct, merge>", true);
+      K5<S, OPT, R, fDir | fMg | (HP ? fHp : 0) | (XF & ~fNc)>::run(a, grid, pl.tokens_per_split, pl.splits, part, 0,
+                                                               a.cfg.batch_size, "mla_fp8_dims5_kernel<direct, merge>",
+                                                               (XF & fNc) == 0);
     else
       K5<S, OPT, R, fDir>::run(a, grid, pl.tokens_per_split, pl.splits, part, 0, a.cfg.batch_size,
                                "mla_fp8_dims5_kernel<direct>", false);
