@@ -39,6 +39,7 @@
 #include <type_traits>
 
 #include "problems/common/mla_fp8_dims2.h"
+#include "problems/common/mla_fp8_wgqk.h"
 
 namespace mla_dims3 {
 namespace {  // internal linkage: every variant file gets its own kernels, launch statics and attributes
@@ -62,6 +63,11 @@ constexpr int kSP = 32;
 // (ic_warp() says which warps). F16P only.
 constexpr int kIC = 64;
 constexpr int kICA = 128;
+// kWQ (session 21): Q K^T on wgmma (problems/common/mla_fp8_wgqk.h): the tile in mla_wgqk's swizzled box layout (TMA
+// tensor copies), Q as e4m3 hi / lo at q_op, warpgroup wg = dw / 4 taking k32 steps 9 wg .. 9 wg + 8; two partial
+// logit tiles (F16P layout, producers d = 0, 1) instead of 8; the V^T fragments from the swizzled tile as before.
+// The kernel stages Q (mla_wgqk::stage_q) and passes logit_scale / sq.
+constexpr int kWQ = 256;
 constexpr int kSpanSlots = 64;  // SP: the block's first 64 items
 constexpr int kMaxMergeBatches = 1 << 14;
 constexpr float kQScaleF16P = 0.125f;  // Q pre-scale with f16 partials (exact power of two)
@@ -166,8 +172,8 @@ __device__ inline int pt_word(int k, int c, int t) {
 // One 64-token tile (stage st, valid tokens, global tile counter j; its copy has landed).
 template <int S, int OPT, int R, class AfterA>
 __device__ __forceinline__ void dims_tile3(unsigned char* smem, const Lane& ln, const unsigned char* st, int valid,
-                                           uint32_t j, const mla_dims::QFrags& q, float logit_scale, SoftState& ss,
-                                           mma::FragC (&o)[4][2], AfterA&& after_a) {
+                                           uint32_t j, const mla_dims::QFrags& q, float logit_scale, uint32_t q_op,
+                                           SoftState& ss, mma::FragC (&o)[4][2], AfterA&& after_a) {
   using L = Smem<S, OPT>;
   constexpr bool F16P = (OPT & kF16P) != 0;
   constexpr bool PM = (OPT & kPM) != 0;
@@ -279,7 +285,44 @@ __device__ __forceinline__ void dims_tile3(unsigned char* smem, const Lane& ln, 
       }
     }
   };
-  if constexpr ((OPT & kICA) != 0)
+  constexpr bool WQ = (OPT & kWQ) != 0;
+  static_assert(!WQ || (F16P && !PM && (OPT & (kIC | kICA)) == 0), "kWQ: F16P, not PM / IC");
+  constexpr int ND = WQ ? 2 : kDW;  // partial logit producers
+  if constexpr (WQ) {
+    (void)q;
+    const int wg = dw >> 2;
+    float d[16];
+    mla_wgqk::qk_partial(d, smem_u32(st), q_op, wg);  // in flight while the V^T material is made
+    uint4 kg[4], kh[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int r = 16 * ((i + mr) & 3) + g;
+      const unsigned char* box = st + dw * mla_wgqk::kBoxBytes;
+      kg[i] = *reinterpret_cast<const uint4*>(box + mla_wgqk::swz64(r, 16 * t));
+      kh[i] = *reinterpret_cast<const uint4*>(box + mla_wgqk::swz64(r + 8, 16 * t));
+    }
+#pragma unroll
+    for (int p = 0; p < 4; ++p)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const uint32_t wg4 = p == 0 ? kg[i].x : p == 1 ? kg[i].y : p == 2 ? kg[i].z : kg[i].w;
+        const uint32_t wh4 = p == 0 ? kh[i].x : p == 1 ? kh[i].y : p == 2 ? kh[i].z : kh[i].w;
+        vt[i][p][0] = mla_dims2::e4m3_lo(wg4);
+        vt[i][p][1] = mla_dims2::e4m3_hi(wg4);
+        vt[i][p][2] = mla_dims2::e4m3_lo(wh4);
+        vt[i][p][3] = mla_dims2::e4m3_hi(wh4);
+      }
+    mla_wgqk::wg_wait0();
+    // warp dw & 3 of the warpgroup: tokens 16 (dw & 3) + g (+ 8); n8 blocks 0, 1: hi of heads 8 nt + 2 t + c, 2, 3: lo
+    uint2* sp2 = reinterpret_cast<uint2*>(smem + L::sp);
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      float v[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[e] = d[4 * nt + e] + 0.0625f * d[4 * (2 + nt) + e];
+      sp2[((wg * 4 + (dw & 3)) * 2 + nt) * WS + lane] = make_uint2(pack_f16x2(v[0], v[1]), pack_f16x2(v[2], v[3]));
+    }
+  } else if constexpr ((OPT & kICA) != 0)
     qk(std::true_type{});
   else if constexpr ((OPT & kIC) != 0) {
     if (ic_warp<OPT>(dw))
@@ -312,15 +355,19 @@ __device__ __forceinline__ void dims_tile3(unsigned char* smem, const Lane& ln, 
     float4 acc;
     if constexpr (F16P) {
       const uint2* sp2 = reinterpret_cast<const uint2*>(smem + L::sp);
-      uint2 v[kDW];
+      uint2 v[ND];
 #pragma unroll
-      for (int d = 0; d < kDW; ++d) v[d] = sp2[((d * 4 + mr) * 2 + rnt) * WS + lane];
+      for (int d = 0; d < ND; ++d) v[d] = sp2[((d * 4 + mr) * 2 + rnt) * WS + lane];
 #pragma unroll
       for (int i = 0; i < R; ++i) transpose(i);
-      const uint32_t x = hadd2(hadd2(hadd2(v[0].x, v[1].x), hadd2(v[2].x, v[3].x)),
-                               hadd2(hadd2(v[4].x, v[5].x), hadd2(v[6].x, v[7].x)));
-      const uint32_t y = hadd2(hadd2(hadd2(v[0].y, v[1].y), hadd2(v[2].y, v[3].y)),
-                               hadd2(hadd2(v[4].y, v[5].y), hadd2(v[6].y, v[7].y)));
+      uint32_t x, y;
+      if constexpr (ND == 2) {
+        x = hadd2(v[0].x, v[1].x);
+        y = hadd2(v[0].y, v[1].y);
+      } else {
+        x = hadd2(hadd2(hadd2(v[0].x, v[1].x), hadd2(v[2].x, v[3].x)), hadd2(hadd2(v[4].x, v[5].x), hadd2(v[6].x, v[7].x)));
+        y = hadd2(hadd2(hadd2(v[0].y, v[1].y), hadd2(v[2].y, v[3].y)), hadd2(hadd2(v[4].y, v[5].y), hadd2(v[6].y, v[7].y)));
+      }
       const float2 fx = f16x2_to_f32(x), fy = f16x2_to_f32(y);
       acc = make_float4(fx.x, fx.y, fy.x, fy.y);
     } else {
@@ -599,7 +646,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
       const unsigned char* st = smem + stage * L::stage;
       const int valid = min(kT, w.n_tokens - tile * kT);
       mbar_wait(bar0 + 8 * stage, phase);
-      dims_tile3<S, OPT, R>(smem, ln, st, valid, j, q, logit_scale, ss, o, [&] {
+      dims_tile3<S, OPT, R>(smem, ln, st, valid, j, q, logit_scale, 0u, ss, o, [&] {
         if (tid == 0) issue_next();
       });
       if (++stage == S) {

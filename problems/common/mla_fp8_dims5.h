@@ -36,7 +36,22 @@ constexpr int kQP = mla_dims3::kQP;
 constexpr int kEF = mla_dims3::kEF;
 constexpr int kIC = mla_dims3::kIC;
 constexpr int kICA = mla_dims3::kICA;
-constexpr int kD3Bits = kF16P | kQP | kEF | kIC | kICA;  // the bits dims_tile3 / Smem see
+constexpr int kWQ = mla_dims3::kWQ;
+constexpr int kD3Bits = kF16P | kQP | kEF | kIC | kICA | kWQ;  // the bits dims_tile3 / Smem see
+
+// kWQ: the Q operand (mla_wgqk::kQBytes) and one float a warp after mla_dims3's layout, 1024-byte aligned (the
+// stages at the base are 512-byte aligned boxes).
+template <class L>
+struct WqSmem {
+  static constexpr size_t q = (L::total + 1023) / 1024 * 1024;
+  static constexpr size_t red = q + mla_wgqk::kQBytes;
+  static constexpr size_t total = red + 64;
+};
+#if defined(__HIP_PLATFORM_AMD__)
+#define MLA_GRID_CONST
+#else
+#define MLA_GRID_CONST __grid_constant__
+#endif
 
 constexpr int fDir = 16, fMg = 256, fHp = 512;
 // fLf (with fMg; mla-large5, session 10): the merge's arrival as cooperative groups' grid sync does it: a block
@@ -59,7 +74,8 @@ static __device__ unsigned int g_mla_dims5_merge[2 * kMaxMgBatches];  // fMg: pe
 // item < nb * splits. ns: unused (the measured kernels' parameter list).
 template <int S, int OPT, int R, int F>
 __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
-    mla_fp8_dims5_kernel(MlaDecodeArgs a, int tokens_per_split, int splits, Partials part, int b0, int nb, int ns) {
+    mla_fp8_dims5_kernel(MlaDecodeArgs a, int tokens_per_split, int splits, Partials part, int b0, int nb, int ns,
+                         const MLA_GRID_CONST mla_wgqk::KvMap kvmap) {
 #if defined(MLA_DIMS_SM90)
   static_assert((F & fDir) != 0 && (F & ~(fDir | fMg | fHp | fLf)) == 0, "F: fDir, optionally with fMg (and fHp, fLf)");
   static_assert((F & fLf) == 0 || (F & fMg) != 0, "fLf: the in-kernel merge's arrival");
@@ -67,6 +83,8 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
   constexpr int D3 = OPT & kD3Bits;
   using L = mla_dims3::Smem<S, D3>;
   constexpr bool QP = (OPT & kQP) != 0;
+  constexpr bool WQ = (D3 & kWQ) != 0;
+  using LW = WqSmem<L>;
   constexpr float kQScale = (OPT & kF16P) ? mla_dims3::kQScaleF16P : 1.f;
   constexpr int WS = kernel_warp_size();
   constexpr int kThreads = kDW * WS;
@@ -80,7 +98,10 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
   using mla_dims::smem_u32;
   (void)ns;
 
-  extern __shared__ __align__(128) unsigned char smem[];
+  extern __shared__ __align__(1024) unsigned char smem[];
+  if constexpr (WQ) {
+    if ((mla_dims::smem_u32(smem) & 1023u) != 0u) __trap();  // the swizzled boxes need 512-byte alignment
+  }
   int* flag_sm = reinterpret_cast<int*>(smem + L::flag);
   float* lpart_sm = reinterpret_cast<float*>(smem + L::lpart);
   // The measured kernels zero a counter here (the dropped stealing form's); kept as measured (one store).
@@ -123,6 +144,13 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     const uint32_t dst = smem_u32(smem + stage * L::stage);
     const uint8_t* src = a.kv_fp8 + (sp.t0 + int64_t(tile) * kT) * kDimQK;
     mbar_expect_tx(bar, uint32_t(kT * kDimQK));
+    if constexpr (WQ) {  // 9 boxes of 64 tokens (past valid: the buffer's next rows, or zeros past its end; masked)
+      const int row0 = int(sp.t0 + int64_t(tile) * kT);
+#pragma unroll
+      for (int x = 0; x < mla_wgqk::kBoxes; ++x)
+        mla_wgqk::tma_box(dst + uint32_t(x * mla_wgqk::kBoxBytes), &kvmap, x, row0, bar, pol);
+      return valid;
+    }
     if constexpr ((OPT & kEF) != 0)
       mla_dims3::bulk_copy_hint(dst, src, uint32_t(valid * kDimQK), bar, pol);
     else
@@ -175,6 +203,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
   for (int item = first_item; item < n_items; item += item_step, ++k_item) {
     const Span w = span(item);
     mla_dims::QFrags q;
+    float item_logit_scale = logit_scale;
     {
       const uint16_t* qbase;
       if constexpr (QP) {
@@ -184,6 +213,11 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
       } else {
         qbase = a.q + int64_t(w.b) * kHeads * kDimQK;
       }
+      if constexpr (WQ) {  // Q as the wgmma B operand (hi / lo e4m3 x sq), logits / sq
+        const float sq = mla_wgqk::stage_q<kThreads>(qbase, smem + LW::q, reinterpret_cast<float*>(smem + LW::red));
+        item_logit_scale = a.cfg.sm_scale * 1.4426950408889634f * kv_scale / sq;
+        q = mla_dims::QFrags{};
+      } else
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt) {
         const uint16_t* qh = qbase + (8 * nt + g) * kDimQK;
@@ -199,7 +233,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
         q.qr2[nt][1][0] = mla_dims3::q_f16x2(v.z, kQScale);
         q.qr2[nt][1][1] = mla_dims3::q_f16x2(v.w, kQScale);
       }
-      q.qr[0] = q.qr[1] = 0u;
+      if constexpr (!WQ) q.qr[0] = q.qr[1] = 0u;
     }
     mla_dims2::SoftState ss;
 #pragma unroll
@@ -217,7 +251,8 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
       const int valid = min(kT, w.n_tokens - tile * kT);
       mbar_wait(bar0 + 8 * stage, phase);
       const unsigned char* stp = smem + stage * L::stage;
-      mla_dims3::dims_tile3<S, D3, R>(smem, ln, stp, valid, j, q, logit_scale, ss, o, [&] {
+      mla_dims3::dims_tile3<S, D3, R>(smem, ln, stp, valid, j, q, item_logit_scale, mla_dims::smem_u32(smem + LW::q), ss,
+                                      o, [&] {
         if (tid == 0) issue_next();
       });
       if (++stage == S) {
@@ -398,11 +433,13 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
 template <int S, int OPT, int R, int F>
 struct K5 {
   using L = mla_dims3::Smem<S, OPT & kD3Bits>;
+  static constexpr bool WQ = (OPT & kWQ) != 0;
+  static constexpr size_t kSmem = WQ ? WqSmem<L>::total : L::total;
   static constexpr auto kernel = mla_fp8_dims5_kernel<S, OPT, R, F>;
   static void prepare() {
     static const bool attr_set = [] {
       harness_check(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         int(L::total)),
+                                         int(kSmem)),
                     "cudaFuncSetAttribute(mla_fp8_dims5_kernel)");
       return true;
     }();
@@ -423,10 +460,12 @@ struct K5 {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = dim3(unsigned(kDW * current_device_shape().warp_size));
-    cfg.dynamicSmemBytes = L::total;
+    cfg.dynamicSmemBytes = kSmem;
     cfg.attrs = na ? attr : nullptr;
     cfg.numAttrs = unsigned(na);
-    harness_check(cudaLaunchKernelEx(&cfg, kernel, a, tps, splits, part, b0, nb, 0), name);
+    mla_wgqk::KvMap map{};
+    if constexpr (WQ) map = mla_wgqk::kv_map(a.kv_fp8, int64_t(a.cfg.batch_size) * a.cfg.kv_seq_len);
+    harness_check(cudaLaunchKernelEx(&cfg, kernel, a, tps, splits, part, b0, nb, 0, map), name);
     harness_check_launch(name);
   }
 };
