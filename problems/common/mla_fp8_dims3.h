@@ -68,6 +68,7 @@ constexpr int kICA = 128;
 // logit tiles (F16P layout, producers d = 0, 1) instead of 8; the V^T fragments from the swizzled tile as before.
 // The kernel stages Q (mla_wgqk::stage_q) and passes logit_scale / sq.
 constexpr int kWQ = 256;
+constexpr int kWQ4 = 512;  // with kWQ: four N-16 accumulator chains instead of two N-32 ones (measurement)
 constexpr int kSpanSlots = 64;  // SP: the block's first 64 items
 constexpr int kMaxMergeBatches = 1 << 14;
 constexpr float kQScaleF16P = 0.125f;  // Q pre-scale with f16 partials (exact power of two)
@@ -291,8 +292,12 @@ __device__ __forceinline__ void dims_tile3(unsigned char* smem, const Lane& ln, 
   if constexpr (WQ) {
     (void)q;
     const int wg = dw >> 2;
-    float d[16];
-    mla_wgqk::qk_partial(d, smem_u32(st), q_op, wg);  // in flight while the V^T material is made
+    float d[16], d1[16];          // two N-32 chains (n8 blocks 0-1: hi, 2-3: lo)
+    float h0[8], h1[8], l0[8], l1[8];  // kWQ4: four N-16 chains
+    if constexpr ((OPT & kWQ4) != 0)
+      mla_wgqk::qk_partial4(h0, h1, l0, l1, smem_u32(st), q_op, wg);  // in flight while the V^T material is made
+    else
+      mla_wgqk::qk_partial(d, d1, smem_u32(st), q_op, wg);
     uint4 kg[4], kh[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -313,13 +318,23 @@ __device__ __forceinline__ void dims_tile3(unsigned char* smem, const Lane& ln, 
         vt[i][p][3] = mla_dims2::e4m3_hi(wh4);
       }
     mla_wgqk::wg_wait0();
+    if constexpr ((OPT & kWQ4) != 0) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        d[e] = h0[e];
+        d1[e] = h1[e];
+        d[8 + e] = l0[e];
+        d1[8 + e] = l1[e];
+      }
+    }
     // warp dw & 3 of the warpgroup: tokens 16 (dw & 3) + g (+ 8); n8 blocks 0, 1: hi of heads 8 nt + 2 t + c, 2, 3: lo
     uint2* sp2 = reinterpret_cast<uint2*>(smem + L::sp);
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt) {
       float v[4];
 #pragma unroll
-      for (int e = 0; e < 4; ++e) v[e] = d[4 * nt + e] + 0.0625f * d[4 * (2 + nt) + e];
+      for (int e = 0; e < 4; ++e)
+        v[e] = (d[4 * nt + e] + d1[4 * nt + e]) + 0.0625f * (d[4 * (2 + nt) + e] + d1[4 * (2 + nt) + e]);
       sp2[((wg * 4 + (dw & 3)) * 2 + nt) * WS + lane] = make_uint2(pack_f16x2(v[0], v[1]), pack_f16x2(v[2], v[3]));
     }
   } else if constexpr ((OPT & kICA) != 0)

@@ -37,7 +37,8 @@ constexpr int kEF = mla_dims3::kEF;
 constexpr int kIC = mla_dims3::kIC;
 constexpr int kICA = mla_dims3::kICA;
 constexpr int kWQ = mla_dims3::kWQ;
-constexpr int kD3Bits = kF16P | kQP | kEF | kIC | kICA | kWQ;  // the bits dims_tile3 / Smem see
+constexpr int kWQ4 = mla_dims3::kWQ4;
+constexpr int kD3Bits = kF16P | kQP | kEF | kIC | kICA | kWQ | kWQ4;  // the bits dims_tile3 / Smem see
 
 // kWQ: the Q operand (mla_wgqk::kQBytes) and one float a warp after mla_dims3's layout, 1024-byte aligned (the
 // stages at the base are 512-byte aligned boxes).

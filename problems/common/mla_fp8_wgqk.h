@@ -94,15 +94,50 @@ __device__ __forceinline__ void wgmma_n32(float (&d)[16], uint64_t da, uint64_t 
         "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
       : "l"(da), "l"(db), "r"(accumulate));
 }
-// Warpgroup wg's partial logits of the tile at st (9 boxes) against the Q operand at q: k32 steps 9 wg .. 9 wg + 8.
-__device__ __forceinline__ void qk_partial(float (&d)[16], uint32_t st, uint32_t q, int wg) {
+__device__ __forceinline__ void wgmma_n16(float (&d)[8], uint64_t da, uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0,%1,%2,%3,%4,%5,%6,%7}, %8, %9, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+      : "l"(da), "l"(db), "r"(accumulate));
+}
+// The same with N 16: hi (Q rows 0-15) and lo (rows 16-31, 1024 bytes into each box) as separate wgmma, each
+// alternating between two chains: four independent chains (h0, h1: hi; l0, l1: lo) of 4-5 steps.
+__device__ __forceinline__ void qk_partial4(float (&h0)[8], float (&h1)[8], float (&l0)[8], float (&l1)[8], uint32_t st,
+                                            uint32_t q, int wg) {
+  const uint64_t da = desc_sw64(st), db = desc_sw64(q), dbl = db + uint64_t(1024 >> 4);
   wg_fence();
 #pragma unroll
   for (int i = 0; i < kSteps / 2; ++i) {
     const int s = (kSteps / 2) * wg + i;
-    const uint32_t off = uint32_t(s & 1) * 32u;  // the second k32 step of a 64-byte box row
-    wgmma_n32(d, desc_sw64(st + uint32_t(s >> 1) * kBoxBytes + off), desc_sw64(q + uint32_t(s >> 1) * kQBoxBytes + off),
-              i > 0);
+    const uint64_t oa = uint64_t((uint32_t(s >> 1) * kBoxBytes + uint32_t(s & 1) * 32u) >> 4);
+    const uint64_t ob = uint64_t((uint32_t(s >> 1) * kQBoxBytes + uint32_t(s & 1) * 32u) >> 4);
+    if (i % 2 == 0) {
+      wgmma_n16(h0, da + oa, db + ob, i > 0);
+      wgmma_n16(l0, da + oa, dbl + ob, i > 0);
+    } else {
+      wgmma_n16(h1, da + oa, db + ob, i > 1);
+      wgmma_n16(l1, da + oa, dbl + ob, i > 1);
+    }
+  }
+  wg_commit();
+}
+// Warpgroup wg's partial logits of the tile at st (9 boxes) against the Q operand at q: k32 steps 9 wg .. 9 wg + 8,
+// alternately into d0 and d1 (two independent accumulator chains: a chain of 9 dependent small wgmma is bound by
+// their latency, docs/perf.md session 21); the caller adds d0 + d1 after wg_wait0. Descriptors advance by adding
+// the step's byte offset / 16 to the start-address field (addresses < 256 KB: no carry out of it).
+__device__ __forceinline__ void qk_partial(float (&d0)[16], float (&d1)[16], uint32_t st, uint32_t q, int wg) {
+  const uint64_t da = desc_sw64(st), db = desc_sw64(q);
+  wg_fence();
+#pragma unroll
+  for (int i = 0; i < kSteps / 2; ++i) {
+    const int s = (kSteps / 2) * wg + i;  // run-time wg: the offsets below are cheap integer adds
+    const uint64_t oa = uint64_t((uint32_t(s >> 1) * kBoxBytes + uint32_t(s & 1) * 32u) >> 4);
+    const uint64_t ob = uint64_t((uint32_t(s >> 1) * kQBoxBytes + uint32_t(s & 1) * 32u) >> 4);
+    if (i % 2 == 0)
+      wgmma_n32(d0, da + oa, db + ob, i > 0);
+    else
+      wgmma_n32(d1, da + oa, db + ob, i > 1);
   }
   wg_commit();
 }
