@@ -136,22 +136,26 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
   uint32_t p_j = 0;
   Span p_span{0, 0, 0, 0, 0};
   uint64_t pol = 0;
+  // WQ: lane 0 of every warp runs the producer (the same tile sequence) and issues its own boxes (warp w box w, warp
+  // 7 also box 8; warp 0 the expected bytes): 9 tensor copies by one thread held the other warps at the next barrier.
+  const bool producer = WQ ? (tid % WS) == 0 : tid == 0;
   if constexpr ((OPT & kEF) != 0) {
-    if (tid == 0) pol = mla_dims3::policy_evict_first();
+    if (producer) pol = mla_dims3::policy_evict_first();
   }
   auto copy_tile = [&](const Span& sp, int tile, uint32_t stage) {
     const int valid = min(kT, sp.n_tokens - tile * kT);
     const uint32_t bar = bar0 + 8 * stage;
     const uint32_t dst = smem_u32(smem + stage * L::stage);
     const uint8_t* src = a.kv_fp8 + (sp.t0 + int64_t(tile) * kT) * kDimQK;
-    mbar_expect_tx(bar, uint32_t(kT * kDimQK));
     if constexpr (WQ) {  // 9 boxes of 64 tokens (past valid: the buffer's next rows, or zeros past its end; masked)
+      static_assert(kDW == 8 && mla_wgqk::kBoxes == 9, "box w by warp w, box 8 by warp 7");
       const int row0 = int(sp.t0 + int64_t(tile) * kT);
-#pragma unroll
-      for (int x = 0; x < mla_wgqk::kBoxes; ++x)
-        mla_wgqk::tma_box(dst + uint32_t(x * mla_wgqk::kBoxBytes), &kvmap, x, row0, bar, pol);
+      if (dw == 0) mbar_expect_tx(bar, uint32_t(kT * kDimQK));  // the other warps' boxes may complete first
+      mla_wgqk::tma_box(dst + uint32_t(dw * mla_wgqk::kBoxBytes), &kvmap, dw, row0, bar, pol);
+      if (dw == 7) mla_wgqk::tma_box(dst + uint32_t(8 * mla_wgqk::kBoxBytes), &kvmap, 8, row0, bar, pol);
       return valid;
     }
+    mbar_expect_tx(bar, uint32_t(kT * kDimQK));
     if constexpr ((OPT & kEF) != 0)
       mla_dims3::bulk_copy_hint(dst, src, uint32_t(valid * kDimQK), bar, pol);
     else
@@ -189,7 +193,15 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     *ctr_sm = 0u;
   }
   __syncthreads();
-  if (tid == 0) {
+  if constexpr (WQ) {
+    if (tid == 0) {
+      if constexpr (QP) issue_q(0);
+    }
+    if (producer) {
+      if (first_item < n_items) p_span = span(first_item);
+      for (int s = 0; s < S; ++s) issue_next();
+    }
+  } else if (tid == 0) {
     if (first_item < n_items) p_span = span(first_item);
     if constexpr (QP) issue_q(0);
     for (int s = 0; s < S; ++s) issue_next();
@@ -254,7 +266,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
       const unsigned char* stp = smem + stage * L::stage;
       mla_dims3::dims_tile3<S, D3, R>(smem, ln, stp, valid, j, q, item_logit_scale, mla_dims::smem_u32(smem + LW::q), ss,
                                       o, [&] {
-        if (tid == 0) issue_next();
+        if (producer) issue_next();
       });
       if (++stage == S) {
         stage = 0;

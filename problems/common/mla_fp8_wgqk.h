@@ -123,21 +123,23 @@ __device__ __forceinline__ void qk_partial4(float (&h0)[8], float (&h1)[8], floa
   wg_commit();
 }
 // Warpgroup wg's partial logits of the tile at st (9 boxes) against the Q operand at q: k32 steps 9 wg .. 9 wg + 8,
-// alternately into d0 and d1 (two independent accumulator chains: a chain of 9 dependent small wgmma is bound by
-// their latency, docs/perf.md session 21); the caller adds d0 + d1 after wg_wait0. Descriptors advance by adding
-// the step's byte offset / 16 to the start-address field (addresses < 256 KB: no carry out of it).
+// alternately into d0 and d1 (two accumulators; the caller adds d0 + d1 after wg_wait0). A descriptor's high word is
+// the same for every step; its low word (start address / 16 in bits 0-13, no carry out of them below 256 KB) advances
+// by 32-bit adds.
 __device__ __forceinline__ void qk_partial(float (&d0)[16], float (&d1)[16], uint32_t st, uint32_t q, int wg) {
-  const uint64_t da = desc_sw64(st), db = desc_sw64(q);
+  constexpr uint32_t kHi = uint32_t(512 >> 4) | (2u << 30);  // stride 512 bytes, 64-byte swizzle
+  const uint32_t la = ((st & 0x3FFFFu) >> 4) | (1u << 16), lb = ((q & 0x3FFFFu) >> 4) | (1u << 16);
+  const uint32_t s0 = uint32_t(kSteps / 2) * uint32_t(wg);
   wg_fence();
 #pragma unroll
   for (int i = 0; i < kSteps / 2; ++i) {
-    const int s = (kSteps / 2) * wg + i;  // run-time wg: the offsets below are cheap integer adds
-    const uint64_t oa = uint64_t((uint32_t(s >> 1) * kBoxBytes + uint32_t(s & 1) * 32u) >> 4);
-    const uint64_t ob = uint64_t((uint32_t(s >> 1) * kQBoxBytes + uint32_t(s & 1) * 32u) >> 4);
+    const uint32_t s = s0 + uint32_t(i);
+    const uint32_t oa = ((s >> 1) * kBoxBytes + (s & 1u) * 32u) >> 4, ob = ((s >> 1) * kQBoxBytes + (s & 1u) * 32u) >> 4;
+    const uint64_t da = (uint64_t(kHi) << 32) | (la + oa), db = (uint64_t(kHi) << 32) | (lb + ob);
     if (i % 2 == 0)
-      wgmma_n32(d0, da + oa, db + ob, i > 0);
+      wgmma_n32(d0, da, db, i > 0);
     else
-      wgmma_n32(d1, da + oa, db + ob, i > 1);
+      wgmma_n32(d1, da, db, i > 1);
   }
   wg_commit();
 }
