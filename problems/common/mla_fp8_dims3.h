@@ -36,10 +36,8 @@
 // launch(args).
 #pragma once
 #include <cstring>
-#include <type_traits>
 
 #include "problems/common/mla_fp8_dims2.h"
-#include "problems/common/mla_fp8_wgqk.h"
 
 namespace mla_dims3 {
 namespace {  // internal linkage: every variant file gets its own kernels, launch statics and attributes
@@ -55,20 +53,6 @@ constexpr int kQP = 4;
 constexpr int kEF = 8;
 constexpr int kMG = 16;
 constexpr int kSP = 32;
-// kIC / kICA (session 21, measurement of the conversion pipe): the K words of warps dw >= 4 (kIC: one warp of each
-// scheduler) or of every warp (kICA) turned into f16x2 by bit moves instead of cvt.rn.f16x2.e4m3x2 (F2FP): an e4m3
-// byte's magnitude bits 0-6 moved to bits 7-13 of an f16 and its sign to bit 15 make the f16 of exactly 2^-8 its
-// value (normals and subnormals alike). Such a warp's partial logits are multiplied by 2^8 before they are stored
-// and its V^T fragments carry the 2^-8 into its O accumulators: the kernel's epilogue multiplies them back
-// (ic_warp() says which warps). F16P only.
-constexpr int kIC = 64;
-constexpr int kICA = 128;
-// kWQ (session 21): Q K^T on wgmma (problems/common/mla_fp8_wgqk.h): the tile in mla_wgqk's swizzled box layout (TMA
-// tensor copies), Q as e4m3 hi / lo at q_op, warpgroup wg = dw / 4 taking k32 steps 9 wg .. 9 wg + 8; two partial
-// logit tiles (F16P layout, producers d = 0, 1) instead of 8; the V^T fragments from the swizzled tile as before.
-// The kernel stages Q (mla_wgqk::stage_q) and passes logit_scale / sq.
-constexpr int kWQ = 256;
-constexpr int kWQ4 = 512;  // with kWQ: four N-16 accumulator chains instead of two N-32 ones (measurement)
 constexpr int kSpanSlots = 64;  // SP: the block's first 64 items
 constexpr int kMaxMergeBatches = 1 << 14;
 constexpr float kQScaleF16P = 0.125f;  // Q pre-scale with f16 partials (exact power of two)
@@ -133,22 +117,6 @@ __device__ inline uint32_t hadd2(uint32_t x, uint32_t y) {
   asm("add.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(x), "r"(y));
   return r;
 }
-// e4m3 bytes 0, 1 (lo) or 2, 3 (hi) of w -> f16x2 of 2^-8 their values, without F2FP (kIC).
-__device__ __forceinline__ uint32_t e4m3_lo_bits(uint32_t w) {
-  return (__byte_perm(w & 0x7F7F7F7Fu, 0u, 0x4140) << 7) + __byte_perm(w & 0x80808080u, 0u, 0x1404);
-}
-__device__ __forceinline__ uint32_t e4m3_hi_bits(uint32_t w) {
-  return (__byte_perm(w & 0x7F7F7F7Fu, 0u, 0x4342) << 7) + __byte_perm(w & 0x80808080u, 0u, 0x3424);
-}
-__device__ inline uint32_t hmul2(uint32_t x, uint32_t y) {
-  uint32_t r;
-  asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(x), "r"(y));
-  return r;
-}
-template <int OPT>
-__device__ __forceinline__ bool ic_warp(int dw) {
-  return (OPT & kICA) != 0 || ((OPT & kIC) != 0 && dw >= 4);
-}
 __device__ inline float2 f16x2_to_f32(uint32_t x) {
   float lo, hi;
   asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.f32.f16 %0, l;\ncvt.f32.f16 %1, h;\n}" : "=f"(lo), "=f"(hi) : "r"(x));
@@ -173,8 +141,8 @@ __device__ inline int pt_word(int k, int c, int t) {
 // One 64-token tile (stage st, valid tokens, global tile counter j; its copy has landed).
 template <int S, int OPT, int R, class AfterA>
 __device__ __forceinline__ void dims_tile3(unsigned char* smem, const Lane& ln, const unsigned char* st, int valid,
-                                           uint32_t j, const mla_dims::QFrags& q, float logit_scale, uint32_t q_op,
-                                           SoftState& ss, mma::FragC (&o)[4][2], AfterA&& after_a) {
+                                           uint32_t j, const mla_dims::QFrags& q, float logit_scale, SoftState& ss,
+                                           mma::FragC (&o)[4][2], AfterA&& after_a) {
   using L = Smem<S, OPT>;
   constexpr bool F16P = (OPT & kF16P) != 0;
   constexpr bool PM = (OPT & kPM) != 0;
@@ -190,12 +158,7 @@ __device__ __forceinline__ void dims_tile3(unsigned char* smem, const Lane& ln, 
   // V^T material kept across the barriers: PM: the raw K words (token g, g + 8) of m tile i, then the
   // transposed byte pairs; else: the converted K fragments, then transposed (v18).
   uint32_t vt[4][4][4];
-  static_assert((OPT & (kIC | kICA)) == 0 || (F16P && !PM), "kIC / kICA: F16P, not PM");
-  // IC: the conversions by bit moves (values x 2^-8, the partial logits scaled back before they are stored)
-  auto qk = [&](auto ic_tag) {
-    constexpr bool IC = decltype(ic_tag)::value;
-    auto e4m3_lo = [](uint32_t w) { return IC ? e4m3_lo_bits(w) : mla_dims2::e4m3_lo(w); };
-    auto e4m3_hi = [](uint32_t w) { return IC ? e4m3_hi_bits(w) : mla_dims2::e4m3_hi(w); };
+  {
     mma::FragA ropeA[2];  // the warp's rope A fragments (m tile mr), k steps 0, 1
     {
       const unsigned char* rowg = st + (16 * mr + g) * kDimQK + kDimV + 32 * (dw & 1) + 8 * t;
@@ -273,11 +236,7 @@ __device__ __forceinline__ void dims_tile3(unsigned char* smem, const Lane& ln, 
       for (int nt = 0; nt < 2; ++nt) {
         if constexpr (F16P) {
           uint2* sp2 = reinterpret_cast<uint2*>(smem + L::sp);
-          if constexpr (IC)  // x 2^8 (f16 0x5C00)
-            sp2[((dw * 4 + mt) * 2 + nt) * WS + lane] =
-                make_uint2(hmul2(c16[i][nt][0], 0x5C005C00u), hmul2(c16[i][nt][1], 0x5C005C00u));
-          else
-            sp2[((dw * 4 + mt) * 2 + nt) * WS + lane] = make_uint2(c16[i][nt][0], c16[i][nt][1]);
+          sp2[((dw * 4 + mt) * 2 + nt) * WS + lane] = make_uint2(c16[i][nt][0], c16[i][nt][1]);
         } else {
           float4* sp = reinterpret_cast<float4*>(smem + L::sp);
           sp[((dw * 4 + mt) * 2 + nt) * WS + lane] =
@@ -285,67 +244,7 @@ __device__ __forceinline__ void dims_tile3(unsigned char* smem, const Lane& ln, 
         }
       }
     }
-  };
-  constexpr bool WQ = (OPT & kWQ) != 0;
-  static_assert(!WQ || (F16P && !PM && (OPT & (kIC | kICA)) == 0), "kWQ: F16P, not PM / IC");
-  constexpr int ND = WQ ? 2 : kDW;  // partial logit producers
-  if constexpr (WQ) {
-    (void)q;
-    const int wg = dw >> 2;
-    float d[16], d1[16];          // two N-32 chains (n8 blocks 0-1: hi, 2-3: lo)
-    float h0[8], h1[8], l0[8], l1[8];  // kWQ4: four N-16 chains
-    if constexpr ((OPT & kWQ4) != 0)
-      mla_wgqk::qk_partial4(h0, h1, l0, l1, smem_u32(st), q_op, wg);  // in flight while the V^T material is made
-    else
-      mla_wgqk::qk_partial(d, d1, smem_u32(st), q_op, wg);
-    uint4 kg[4], kh[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int r = 16 * ((i + mr) & 3) + g;
-      const unsigned char* box = st + dw * mla_wgqk::kBoxBytes;
-      kg[i] = *reinterpret_cast<const uint4*>(box + mla_wgqk::swz64(r, 16 * t));
-      kh[i] = *reinterpret_cast<const uint4*>(box + mla_wgqk::swz64(r + 8, 16 * t));
-    }
-#pragma unroll
-    for (int p = 0; p < 4; ++p)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const uint32_t wg4 = p == 0 ? kg[i].x : p == 1 ? kg[i].y : p == 2 ? kg[i].z : kg[i].w;
-        const uint32_t wh4 = p == 0 ? kh[i].x : p == 1 ? kh[i].y : p == 2 ? kh[i].z : kh[i].w;
-        vt[i][p][0] = mla_dims2::e4m3_lo(wg4);
-        vt[i][p][1] = mla_dims2::e4m3_hi(wg4);
-        vt[i][p][2] = mla_dims2::e4m3_lo(wh4);
-        vt[i][p][3] = mla_dims2::e4m3_hi(wh4);
-      }
-    mla_wgqk::wg_wait0();
-    if constexpr ((OPT & kWQ4) != 0) {
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        d[e] = h0[e];
-        d1[e] = h1[e];
-        d[8 + e] = l0[e];
-        d1[8 + e] = l1[e];
-      }
-    }
-    // warp dw & 3 of the warpgroup: tokens 16 (dw & 3) + g (+ 8); n8 blocks 0, 1: hi of heads 8 nt + 2 t + c, 2, 3: lo
-    uint2* sp2 = reinterpret_cast<uint2*>(smem + L::sp);
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt) {
-      float v[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        v[e] = (d[4 * nt + e] + d1[4 * nt + e]) + 0.0625f * (d[4 * (2 + nt) + e] + d1[4 * (2 + nt) + e]);
-      sp2[((wg * 4 + (dw & 3)) * 2 + nt) * WS + lane] = make_uint2(pack_f16x2(v[0], v[1]), pack_f16x2(v[2], v[3]));
-    }
-  } else if constexpr ((OPT & kICA) != 0)
-    qk(std::true_type{});
-  else if constexpr ((OPT & kIC) != 0) {
-    if (ic_warp<OPT>(dw))
-      qk(std::true_type{});
-    else
-      qk(std::false_type{});
-  } else
-    qk(std::false_type{});
+  }
   __syncthreads();  // A: partial logits written; this tile's stage is free
   after_a();
 
@@ -370,19 +269,15 @@ __device__ __forceinline__ void dims_tile3(unsigned char* smem, const Lane& ln, 
     float4 acc;
     if constexpr (F16P) {
       const uint2* sp2 = reinterpret_cast<const uint2*>(smem + L::sp);
-      uint2 v[ND];
+      uint2 v[kDW];
 #pragma unroll
-      for (int d = 0; d < ND; ++d) v[d] = sp2[((d * 4 + mr) * 2 + rnt) * WS + lane];
+      for (int d = 0; d < kDW; ++d) v[d] = sp2[((d * 4 + mr) * 2 + rnt) * WS + lane];
 #pragma unroll
       for (int i = 0; i < R; ++i) transpose(i);
-      uint32_t x, y;
-      if constexpr (ND == 2) {
-        x = hadd2(v[0].x, v[1].x);
-        y = hadd2(v[0].y, v[1].y);
-      } else {
-        x = hadd2(hadd2(hadd2(v[0].x, v[1].x), hadd2(v[2].x, v[3].x)), hadd2(hadd2(v[4].x, v[5].x), hadd2(v[6].x, v[7].x)));
-        y = hadd2(hadd2(hadd2(v[0].y, v[1].y), hadd2(v[2].y, v[3].y)), hadd2(hadd2(v[4].y, v[5].y), hadd2(v[6].y, v[7].y)));
-      }
+      const uint32_t x = hadd2(hadd2(hadd2(v[0].x, v[1].x), hadd2(v[2].x, v[3].x)),
+                               hadd2(hadd2(v[4].x, v[5].x), hadd2(v[6].x, v[7].x)));
+      const uint32_t y = hadd2(hadd2(hadd2(v[0].y, v[1].y), hadd2(v[2].y, v[3].y)),
+                               hadd2(hadd2(v[4].y, v[5].y), hadd2(v[6].y, v[7].y)));
       const float2 fx = f16x2_to_f32(x), fy = f16x2_to_f32(y);
       acc = make_float4(fx.x, fx.y, fy.x, fy.y);
     } else {
@@ -661,7 +556,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
       const unsigned char* st = smem + stage * L::stage;
       const int valid = min(kT, w.n_tokens - tile * kT);
       mbar_wait(bar0 + 8 * stage, phase);
-      dims_tile3<S, OPT, R>(smem, ln, st, valid, j, q, logit_scale, 0u, ss, o, [&] {
+      dims_tile3<S, OPT, R>(smem, ln, st, valid, j, q, logit_scale, ss, o, [&] {
         if (tid == 0) issue_next();
       });
       if (++stage == S) {

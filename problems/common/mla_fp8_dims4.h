@@ -259,7 +259,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
         if (j == 0) ts(3);
         if (tile == w.n_tiles - 1) ts(7);
       }
-      mla_dims3::dims_tile3<S, D3, R>(smem, ln, st, valid, j, q, logit_scale, 0u, ss, o, [&] {
+      mla_dims3::dims_tile3<S, D3, R>(smem, ln, st, valid, j, q, logit_scale, ss, o, [&] {
         if (tid == 0) issue_next();
       });
       if constexpr (TS) {

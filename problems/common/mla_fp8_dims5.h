@@ -34,25 +34,7 @@ using mla_dims::kT;
 constexpr int kF16P = mla_dims3::kF16P;
 constexpr int kQP = mla_dims3::kQP;
 constexpr int kEF = mla_dims3::kEF;
-constexpr int kIC = mla_dims3::kIC;
-constexpr int kICA = mla_dims3::kICA;
-constexpr int kWQ = mla_dims3::kWQ;
-constexpr int kWQ4 = mla_dims3::kWQ4;
-constexpr int kD3Bits = kF16P | kQP | kEF | kIC | kICA | kWQ | kWQ4;  // the bits dims_tile3 / Smem see
-
-// kWQ: the Q operand (mla_wgqk::kQBytes) and one float a warp after mla_dims3's layout, 1024-byte aligned (the
-// stages at the base are 512-byte aligned boxes).
-template <class L>
-struct WqSmem {
-  static constexpr size_t q = (L::total + 1023) / 1024 * 1024;
-  static constexpr size_t red = q + mla_wgqk::kQBytes;
-  static constexpr size_t total = red + 64;
-};
-#if defined(__HIP_PLATFORM_AMD__)
-#define MLA_GRID_CONST
-#else
-#define MLA_GRID_CONST __grid_constant__
-#endif
+constexpr int kD3Bits = kF16P | kQP | kEF;  // the bits dims_tile3 / Smem see
 
 constexpr int fDir = 16, fMg = 256, fHp = 512;
 // fLf (with fMg; mla-large5, session 10): the merge's arrival as cooperative groups' grid sync does it: a block
@@ -60,9 +42,6 @@ constexpr int fDir = 16, fMg = 256, fHp = 512;
 // barrier), counts in and polls with acquire loads; a block barrier; no fences by the other threads (v25: a
 // fence by every thread before the first barrier and after the second). bs 32 / kv 8192: -0.3 us.
 constexpr int fLf = 1024;
-// fNc (host side only, session 21 measurement): the merging launch without the cooperative attribute (every block
-// is resident anyway: one block an SM, grid <= SMs, merges() checks it).
-constexpr int fNc = 1 << 20;
 
 constexpr int kMaxMgBatches = 1024;  // fMg's counters
 
@@ -75,8 +54,7 @@ static __device__ unsigned int g_mla_dims5_merge[2 * kMaxMgBatches];  // fMg: pe
 // item < nb * splits. ns: unused (the measured kernels' parameter list).
 template <int S, int OPT, int R, int F>
 __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
-    mla_fp8_dims5_kernel(MlaDecodeArgs a, int tokens_per_split, int splits, Partials part, int b0, int nb, int ns,
-                         const MLA_GRID_CONST mla_wgqk::KvMap kvmap) {
+    mla_fp8_dims5_kernel(MlaDecodeArgs a, int tokens_per_split, int splits, Partials part, int b0, int nb, int ns) {
 #if defined(MLA_DIMS_SM90)
   static_assert((F & fDir) != 0 && (F & ~(fDir | fMg | fHp | fLf)) == 0, "F: fDir, optionally with fMg (and fHp, fLf)");
   static_assert((F & fLf) == 0 || (F & fMg) != 0, "fLf: the in-kernel merge's arrival");
@@ -84,8 +62,6 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
   constexpr int D3 = OPT & kD3Bits;
   using L = mla_dims3::Smem<S, D3>;
   constexpr bool QP = (OPT & kQP) != 0;
-  constexpr bool WQ = (D3 & kWQ) != 0;
-  using LW = WqSmem<L>;
   constexpr float kQScale = (OPT & kF16P) ? mla_dims3::kQScaleF16P : 1.f;
   constexpr int WS = kernel_warp_size();
   constexpr int kThreads = kDW * WS;
@@ -99,10 +75,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
   using mla_dims::smem_u32;
   (void)ns;
 
-  extern __shared__ __align__(1024) unsigned char smem[];
-  if constexpr (WQ) {
-    if ((mla_dims::smem_u32(smem) & 1023u) != 0u) __trap();  // the swizzled boxes need 512-byte alignment
-  }
+  extern __shared__ __align__(128) unsigned char smem[];
   int* flag_sm = reinterpret_cast<int*>(smem + L::flag);
   float* lpart_sm = reinterpret_cast<float*>(smem + L::lpart);
   // The measured kernels zero a counter here (the dropped stealing form's); kept as measured (one store).
@@ -136,25 +109,14 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
   uint32_t p_j = 0;
   Span p_span{0, 0, 0, 0, 0};
   uint64_t pol = 0;
-  // WQ: lane 0 of every warp runs the producer (the same tile sequence) and issues its own boxes (warp w box w, warp
-  // 7 also box 8; warp 0 the expected bytes): 9 tensor copies by one thread held the other warps at the next barrier.
-  const bool producer = WQ ? (tid % WS) == 0 : tid == 0;
   if constexpr ((OPT & kEF) != 0) {
-    if (producer) pol = mla_dims3::policy_evict_first();
+    if (tid == 0) pol = mla_dims3::policy_evict_first();
   }
   auto copy_tile = [&](const Span& sp, int tile, uint32_t stage) {
     const int valid = min(kT, sp.n_tokens - tile * kT);
     const uint32_t bar = bar0 + 8 * stage;
     const uint32_t dst = smem_u32(smem + stage * L::stage);
     const uint8_t* src = a.kv_fp8 + (sp.t0 + int64_t(tile) * kT) * kDimQK;
-    if constexpr (WQ) {  // 9 boxes of 64 tokens (past valid: the buffer's next rows, or zeros past its end; masked)
-      static_assert(kDW == 8 && mla_wgqk::kBoxes == 9, "box w by warp w, box 8 by warp 7");
-      const int row0 = int(sp.t0 + int64_t(tile) * kT);
-      if (dw == 0) mbar_expect_tx(bar, uint32_t(kT * kDimQK));  // the other warps' boxes may complete first
-      mla_wgqk::tma_box(dst + uint32_t(dw * mla_wgqk::kBoxBytes), &kvmap, dw, row0, bar, pol);
-      if (dw == 7) mla_wgqk::tma_box(dst + uint32_t(8 * mla_wgqk::kBoxBytes), &kvmap, 8, row0, bar, pol);
-      return valid;
-    }
     mbar_expect_tx(bar, uint32_t(kT * kDimQK));
     if constexpr ((OPT & kEF) != 0)
       mla_dims3::bulk_copy_hint(dst, src, uint32_t(valid * kDimQK), bar, pol);
@@ -193,15 +155,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     *ctr_sm = 0u;
   }
   __syncthreads();
-  if constexpr (WQ) {
-    if (tid == 0) {
-      if constexpr (QP) issue_q(0);
-    }
-    if (producer) {
-      if (first_item < n_items) p_span = span(first_item);
-      for (int s = 0; s < S; ++s) issue_next();
-    }
-  } else if (tid == 0) {
+  if (tid == 0) {
     if (first_item < n_items) p_span = span(first_item);
     if constexpr (QP) issue_q(0);
     for (int s = 0; s < S; ++s) issue_next();
@@ -216,7 +170,6 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
   for (int item = first_item; item < n_items; item += item_step, ++k_item) {
     const Span w = span(item);
     mla_dims::QFrags q;
-    float item_logit_scale = logit_scale;
     {
       const uint16_t* qbase;
       if constexpr (QP) {
@@ -226,11 +179,6 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
       } else {
         qbase = a.q + int64_t(w.b) * kHeads * kDimQK;
       }
-      if constexpr (WQ) {  // Q as the wgmma B operand (hi / lo e4m3 x sq), logits / sq
-        const float sq = mla_wgqk::stage_q<kThreads>(qbase, smem + LW::q, reinterpret_cast<float*>(smem + LW::red));
-        item_logit_scale = a.cfg.sm_scale * 1.4426950408889634f * kv_scale / sq;
-        q = mla_dims::QFrags{};
-      } else
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt) {
         const uint16_t* qh = qbase + (8 * nt + g) * kDimQK;
@@ -246,7 +194,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
         q.qr2[nt][1][0] = mla_dims3::q_f16x2(v.z, kQScale);
         q.qr2[nt][1][1] = mla_dims3::q_f16x2(v.w, kQScale);
       }
-      if constexpr (!WQ) q.qr[0] = q.qr[1] = 0u;
+      q.qr[0] = q.qr[1] = 0u;
     }
     mla_dims2::SoftState ss;
 #pragma unroll
@@ -264,9 +212,8 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
       const int valid = min(kT, w.n_tokens - tile * kT);
       mbar_wait(bar0 + 8 * stage, phase);
       const unsigned char* stp = smem + stage * L::stage;
-      mla_dims3::dims_tile3<S, D3, R>(smem, ln, stp, valid, j, q, item_logit_scale, mla_dims::smem_u32(smem + LW::q), ss,
-                                      o, [&] {
-        if (producer) issue_next();
+      mla_dims3::dims_tile3<S, D3, R>(smem, ln, stp, valid, j, q, logit_scale, ss, o, [&] {
+        if (tid == 0) issue_next();
       });
       if (++stage == S) {
         stage = 0;
@@ -296,8 +243,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
       for (int c = 0; c < 2; ++c) {
         const int h = 8 * nt + 2 * t + c;
         const float l = lpart_sm[h] + lpart_sm[kHeads + h] + lpart_sm[2 * kHeads + h] + lpart_sm[3 * kHeads + h];
-        // kIC / kICA: such a warp's O is 2^-8 of the true sums (its V^T fragments were made by bit moves)
-        const float f = l > 0.f ? kv_scale / l * (mla_dims3::ic_warp<D3>(dw) ? 256.f : 1.f) : 0.f;
+        const float f = l > 0.f ? kv_scale / l : 0.f;
         float keep[2][2], recv[2][2];
 #pragma unroll
         for (int pp = 0; pp < 2; ++pp)
@@ -446,13 +392,11 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
 template <int S, int OPT, int R, int F>
 struct K5 {
   using L = mla_dims3::Smem<S, OPT & kD3Bits>;
-  static constexpr bool WQ = (OPT & kWQ) != 0;
-  static constexpr size_t kSmem = WQ ? WqSmem<L>::total : L::total;
   static constexpr auto kernel = mla_fp8_dims5_kernel<S, OPT, R, F>;
   static void prepare() {
     static const bool attr_set = [] {
       harness_check(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         int(kSmem)),
+                                         int(L::total)),
                     "cudaFuncSetAttribute(mla_fp8_dims5_kernel)");
       return true;
     }();
@@ -473,12 +417,10 @@ struct K5 {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = dim3(unsigned(kDW * current_device_shape().warp_size));
-    cfg.dynamicSmemBytes = kSmem;
+    cfg.dynamicSmemBytes = L::total;
     cfg.attrs = na ? attr : nullptr;
     cfg.numAttrs = unsigned(na);
-    mla_wgqk::KvMap map{};
-    if constexpr (WQ) map = mla_wgqk::kv_map(a.kv_fp8, int64_t(a.cfg.batch_size) * a.cfg.kv_seq_len);
-    harness_check(cudaLaunchKernelEx(&cfg, kernel, a, tps, splits, part, b0, nb, 0, map), name);
+    harness_check(cudaLaunchKernelEx(&cfg, kernel, a, tps, splits, part, b0, nb, 0), name);
     harness_check_launch(name);
   }
 };
@@ -511,9 +453,8 @@ struct DirPath {
     const dim3 grid(unsigned(std::min<int64_t>(int64_t(a.cfg.batch_size) * pl.splits, current_device_shape().compute_units)));
     const bool mg = merges(a.cfg, pl);
     if (mg)
-      K5<S, OPT, R, fDir | fMg | (HP ? fHp : 0) | (XF & ~fNc)>::run(a, grid, pl.tokens_per_split, pl.splits, part, 0,
-                                                               a.cfg.batch_size, "mla_fp8_dims5_kernel<direct, merge>",
-                                                               (XF & fNc) == 0);
+      K5<S, OPT, R, fDir | fMg | (HP ? fHp : 0) | XF>::run(a, grid, pl.tokens_per_split, pl.splits, part, 0,
+                                                      a.cfg.batch_size, "mla_fp8_dims5_kernel<direct, merge>", true);
     else
       K5<S, OPT, R, fDir>::run(a, grid, pl.tokens_per_split, pl.splits, part, 0, a.cfg.batch_size,
                                "mla_fp8_dims5_kernel<direct>", false);

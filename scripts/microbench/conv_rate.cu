@@ -1,6 +1,7 @@
 // Microbenchmark (measurement only, not a variant): issue rates of the instructions the mla dims tile spends on its K
 // conversions, in warp instructions an SM and clock: cvt.rn.f16x2.e4m3x2 (F2FP), the bit-move form of the same
-// conversion (mla_dims3::e4m3_lo_bits: 2 LOP + 2 PRMT + 1 shift-add per f16x2), prmt, lop3, mul.rn.f16x2, and an
+// conversion (magnitude bits to bits 7-13, sign to bit 15: the f16 of 2^-8 the value; 2 LOP + 2 PRMT + 1 shift-add
+// per f16x2; session 21's v28 in commit 4cccf07), prmt, lop3, mul.rn.f16x2, and an
 // f16 mma.sync m16n8k16 for scale. Each thread runs 8 independent chains, 32 warps an SM.
 // Build and run: nvcc -O3 -arch=sm_90a -std=c++17 conv_rate.cu -o conv_rate && ./conv_rate
 #include <cuda_runtime.h>
