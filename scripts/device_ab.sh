@@ -17,9 +17,8 @@ cd "$(dirname "$0")/.." || exit 2
 usage="usage: scripts/device_ab.sh DIR PROBLEM BASE CANDIDATES"
 (( $# == 4 )) || { echo "$usage" >&2; exit 2; }
 dir=$1 problem=$2 base=$3 cands=$4
-source scripts/lib/unpack_harness.sh && unpack_harness "$dir"
+source scripts/lib/unpack_harness.sh && require_harness "$dir"
 h="$dir/harness"
-[[ -x "$h" ]] || { echo "device_ab: no harness binary in $dir" >&2; exit 2; }
 [[ ",$cands," != *",$base,"* ]] || { echo "device_ab: the base $base is also a candidate" >&2; exit 2; }
 IFS=, read -ra cand_list <<< "$cands"
 reversed=$(printf '%s\n' "${cand_list[@]}" | tac | paste -sd,)

@@ -21,6 +21,7 @@ dir=${1:-build/export-dev}
 out=${OUT:-/tmp/device_export}
 mkdir -p "$out"
 subs="$dir/submissions"
+source scripts/lib/unpack_harness.sh && unpack_harness "$dir"
 h="$dir/harness"
 export PYTHONUNBUFFERED=1
 # A fresh extension cache per run: a run killed while torch held its build lock left the next run

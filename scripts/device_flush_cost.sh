@@ -2,12 +2,13 @@
 # What the cache flush costs a variant, shape by shape: benchmark mode three ways (the official flush, --clean-flush,
 # --hot), then a table of the means and their differences: dirty = official - clean (the flush's dirty lines written
 # back during the call), cold = clean - hot (the call's cold misses).
-#   scripts/device_flush_cost.sh DIR PROBLEM VARIANT [SHAPES]   DIR holds the harness binary; SHAPES default all
+#   scripts/device_flush_cost.sh DIR PROBLEM VARIANT [SHAPES]   DIR holds the harness binary (or harness.gz); SHAPES default all
 # JSON and logs under $OUT/flush_cost (default /tmp/flush_cost).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:?usage: scripts/device_flush_cost.sh DIR PROBLEM VARIANT [SHAPES]}
 problem=${2:?problem} variant=${3:?variant} shapes=${4:-all}
+source scripts/lib/unpack_harness.sh && require_harness "$dir"
 out=${OUT:-/tmp}/flush_cost
 mkdir -p "$out"
 rc=0

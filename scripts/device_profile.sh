@@ -4,7 +4,7 @@
 # kernel and the SASS source page (per-instruction warp-stall samples) of the kernels matching
 # SASS_KERNELS. ncu flushes the caches before every replayed pass (cold L2).
 #   scripts/device_profile.sh DIR PROBLEM VARIANT SHAPES [KERNELS [SKIP COUNT]]
-#     DIR      holds the harness binary
+#     DIR      holds the harness binary (harness, or harness.gz: unpacked in place)
 #     SHAPES   comma-separated benchmark shape indices
 #     KERNELS  ncu kernel-name regex (function base names), default: every kernel
 #     Without SKIP/COUNT: `harness run --mode profile` under `ncu --profile-from-start off`: exactly the
@@ -18,6 +18,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:?usage: scripts/device_profile.sh DIR PROBLEM VARIANT SHAPES [KERNELS [SKIP COUNT]]}
 problem=${2:?problem} variant=${3:?variant} shapes=${4:?shapes} kernels=${5:-.*} skip=${6:-} count=${7:-}
+source scripts/lib/unpack_harness.sh && require_harness "$dir"
 if [[ -n "$skip" ]]; then
   [[ -n "$count" ]] || { echo "device_profile: SKIP needs COUNT" >&2; exit 2; }
   select_args=(--launch-skip "$skip" --launch-count "$count" --kill on)

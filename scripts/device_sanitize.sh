@@ -20,8 +20,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 dir=${1:?usage: scripts/device_sanitize.sh DIR PROBLEM VARIANTS [SHAPE_SETS]}
 problem=${2:?problem} variants=${3:?variants} sets=${4:-test,benchmark}
-source scripts/lib/unpack_harness.sh && unpack_harness "$dir"
-[[ -x "$dir/harness" ]] || { echo "device_sanitize: no harness binary in $dir" >&2; exit 2; }
+source scripts/lib/unpack_harness.sh && require_harness "$dir"
 out=${OUT:-/tmp/device_sanitize}/sanitize
 mkdir -p "$out"
 san=$(command -v compute-sanitizer || { [[ -x /usr/local/cuda/bin/compute-sanitizer ]] && echo /usr/local/cuda/bin/compute-sanitizer; })
