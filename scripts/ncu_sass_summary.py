@@ -3,8 +3,9 @@
 scripts/device_profile.sh writes it) per kernel: executed warp instructions by opcode, warp-stall
 samples by reason, and the instructions with the most stall samples; with --loops N, the N loops (address ranges
 closed by a backward branch) with the most samples: their share, instructions an iteration, stall reasons and
-hottest instructions.
-Usage: ncu_sass_summary.py FILE.sass.csv [--kernel REGEX] [--top N] [--loops N]"""
+hottest instructions; with --range LO:HI (address suffixes as printed, hex), every instruction in that range in
+address order with its samples, executions and top stall reasons (to read where the warps wait around a barrier).
+Usage: ncu_sass_summary.py FILE.sass.csv [--kernel REGEX] [--top N] [--loops N] [--range LO:HI]"""
 import argparse
 import collections
 import csv
@@ -59,7 +60,14 @@ def main():
     ap.add_argument("--kernel", default=".")
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--loops", type=int, default=0)
+    ap.add_argument("--range", default=None, help="LO:HI, hex address suffixes (the last 5 digits printed)")
     o = ap.parse_args()
+    rng = None
+    if o.range:
+        m = re.fullmatch(r"([0-9a-fA-F]+):([0-9a-fA-F]+)", o.range)
+        if not m:
+            ap.error("--range wants LO:HI in hex, e.g. c5d00:c7e90")
+        rng = (int(m.group(1), 16), int(m.group(2), 16))
     seen = set()
     for name, h, rows in sections(o.file):
         if not re.search(o.kernel, name) or name in seen:
@@ -89,6 +97,8 @@ def main():
                   f"{r[ix['Source']].strip()[:60]:60} " + " ".join(f"{c}:{v:.0f}" for v, c in reasons if v))
         if o.loops:
             print_loops(rows, ix, samples, o.loops)
+        if rng:
+            print_range(rows, ix, samples, rng)
 
 
 def loops_of(rows, ix):
@@ -108,6 +118,18 @@ def loops_of(rows, ix):
             if runs >= 0.5 * num(rows[first][ix["Instructions Executed"]]):
                 found.add((first, i))
     return sorted(found)
+
+
+def print_range(rows, ix, samples, rng):
+    """The instructions whose address suffix (last 5 hex digits) lies in rng, in address order."""
+    lo, hi = rng
+    body = [r for r in rows if lo <= int(r[ix["Address"]], 16) % 0x100000 <= hi]
+    total = sum(num(r[ix[SAMPLES]]) for r in body)
+    print(f"   range {lo:05x}..{hi:05x}: {len(body)} instructions, {total / samples:.1%} of the samples")
+    for r in body:
+        reasons = sorted(((num(r[i]), c) for c, i in stall_columns(ix)), reverse=True)[:2]
+        print(f"      {r[ix['Address']][-5:]} {num(r[ix[SAMPLES]]):6.0f} {num(r[ix['Instructions Executed']]):>10,.0f}  "
+              f"{r[ix['Source']].strip()[:60]:60} " + " ".join(f"{c}:{v:.0f}" for v, c in reasons if v))
 
 
 def print_loops(rows, ix, samples, n):

@@ -25,4 +25,10 @@ fail() { echo "test_ncu_sass_summary: $1"; echo "$out"; exit 1; }
 grep -q '^   warp instructions executed: 4,044$' <<< "$out" || fail "instruction count"
 [[ $(grep -c '^   loop ' <<< "$out") == 1 ]] || fail "exactly one loop expected (the retry block's jump back is none)"
 grep -qE '^   loop 00010\.\.00040: .* 4 warp instructions an iteration \(1,000 iterations\)' <<< "$out" || fail "loop line"
+# --range: the instructions between two addresses, in order, with their samples and executions
+out=$(python3 "$root/scripts/ncu_sass_summary.py" "$csv" --top 1 --range 00020:00030)
+grep -q '^   range 00020\.\.00030: 2 instructions, 87\.0% of the samples$' <<< "$out" || fail "range line"
+[[ $(grep -c '^      000[23]0 ' <<< "$out") == 2 ]] || fail "range rows"
+grep -qE '^      00020 +50 +1,000  IADD3 R1, R1, 0x1, RZ +wait:40 long_sb:10$' <<< "$out" || fail "range row"
+if python3 "$root/scripts/ncu_sass_summary.py" "$csv" --range 20-30 2>/dev/null; then fail "bad range accepted"; fi
 echo "test_ncu_sass_summary: ok"
