@@ -1,8 +1,8 @@
 // Microbenchmark (measurement only, not a variant): issue rates of the instructions the mla dims tile spends on its K
 // conversions, in warp instructions an SM and clock: cvt.rn.f16x2.e4m3x2 (F2FP), the bit-move form of the same
 // conversion (magnitude bits to bits 7-13, sign to bit 15: the f16 of 2^-8 the value; 2 LOP + 2 PRMT + 1 shift-add
-// per f16x2; session 21's v28 in commit 4cccf07), prmt, lop3, mul.rn.f16x2, and an
-// f16 mma.sync m16n8k16 for scale. Each thread runs 8 independent chains, 32 warps an SM.
+// per f16x2; session 21's v28 in commit 4cccf07), prmt, lop3, mul.rn.f16x2, and mma.sync m16n8k16 with f16 and with
+// f32 accumulators. Each thread runs 8 independent chains, 32 warps an SM.
 // Build and run: nvcc -O3 -arch=sm_90a -std=c++17 conv_rate.cu -o conv_rate && ./conv_rate
 #include <cuda_runtime.h>
 
@@ -14,9 +14,9 @@
 
 constexpr int kChains = 8, kIters = 4096;
 
-enum Op { kF2fp, kBits, kPrmt, kLop3, kHmul2, kHmma };
+enum Op { kF2fp, kBits, kPrmt, kLop3, kHmul2, kHmma, kHmma32 };
 const char* const kNames[] = {"cvt.rn.f16x2.e4m3x2 (F2FP)", "e4m3 -> f16x2 by bit moves", "prmt", "lop3",
-                              "mul.rn.f16x2", "mma.sync m16n8k16 f16"};
+                              "mul.rn.f16x2", "mma.sync m16n8k16 f16", "mma.sync m16n8k16 f32 acc"};
 
 template <int OP>
 __device__ __forceinline__ uint32_t step(uint32_t x) {
@@ -51,6 +51,17 @@ __global__ void run(uint32_t* out, uint32_t seed) {
     }
 #pragma unroll
     for (int c = 0; c < kChains; ++c) x[c] = d[c][0] ^ d[c][1];
+  } else if constexpr (OP == kHmma32) {
+    float d[kChains][4] = {};
+    for (int i = 0; i < kIters; ++i) {
+#pragma unroll
+      for (int c = 0; c < kChains; ++c)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(d[c][0]), "+f"(d[c][1]), "+f"(d[c][2]), "+f"(d[c][3])
+                     : "r"(x[c]), "r"(x[c]), "r"(x[c]), "r"(x[c]), "r"(x[c]), "r"(x[c]));
+    }
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) x[c] = __float_as_uint(d[c][0] + d[c][1] + d[c][2] + d[c][3]);
   } else {
     for (int i = 0; i < kIters; ++i) {
 #pragma unroll
@@ -96,6 +107,7 @@ int main() {
   measure<kLop3>(sms, clock_khz, out);
   measure<kHmul2>(sms, clock_khz, out);
   measure<kHmma>(sms, clock_khz, out);
+  measure<kHmma32>(sms, clock_khz, out);
   CK(cudaFree(out));
   return 0;
 }
