@@ -53,12 +53,6 @@ constexpr int kQP = 4;
 constexpr int kEF = 8;
 constexpr int kMG = 16;
 constexpr int kSP = 32;
-// kPV16 (session 21): P V accumulated in f16 over the tile's four k16 steps, then added to the f32 O (mma.sync with
-// f16 accumulators issues at 0.48 an SM and clock, with f32 at 0.40: scripts/microbench/conv_rate.cu). P^T is stored
-// times 2^-8 (P <= 2^8 under the rescale slack, so a tile's partial stays below 64 x 448 < 2^15); the kernel's
-// epilogue multiplies O by 2^8 (dims5's direct epilogue only).
-constexpr int kPV16 = 64;
-constexpr float kPV16Scale = 1.f / 256.f;
 constexpr int kSpanSlots = 64;  // SP: the block's first 64 items
 constexpr int kMaxMergeBatches = 1 << 14;
 constexpr float kQScaleF16P = 0.125f;  // Q pre-scale with f16 partials (exact power of two)
@@ -312,9 +306,8 @@ __device__ __forceinline__ void dims_tile3(unsigned char* smem, const Lane& ln, 
   auto write_p = [&]() {
 #pragma unroll
     for (int i = 0; i < 4; ++i) pv[i] = ex2_fast(s[i] - ss.mred[i & 1]);
-    constexpr float ps = (OPT & kPV16) ? kPV16Scale : 1.f;
-    pt_sm[pt_word<PM>(tok0, rnt, t)] = pack_f16x2(pv[0] * ps, pv[1] * ps);
-    pt_sm[pt_word<PM>(tok0 + 8, rnt, t)] = pack_f16x2(pv[2] * ps, pv[3] * ps);
+    pt_sm[pt_word<PM>(tok0, rnt, t)] = pack_f16x2(pv[0], pv[1]);
+    pt_sm[pt_word<PM>(tok0 + 8, rnt, t)] = pack_f16x2(pv[2], pv[3]);
   };
   bool over = false;
 #pragma unroll
@@ -369,13 +362,6 @@ __device__ __forceinline__ void dims_tile3(unsigned char* smem, const Lane& ln, 
   const int lr = lane & 7, lh = (lane >> 3) & 1, lhalf = lane >> 4;
   const int lrow = PM ? 2 * (lr >> 1) + lh + 8 * (lr & 1) : lr + 8 * lh;
   const uint32_t pt_base = smem_u32(pt_sm);
-  constexpr bool PV16 = (OPT & kPV16) != 0;
-  static_assert(!PV16 || !PM, "kPV16: not with PM");
-  uint32_t o16[4][2][2];  // PV16: the tile's f16 partials (rows g, g + 8)
-#pragma unroll
-  for (int p = 0; p < 4; ++p)
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt) o16[p][nt][0] = o16[p][nt][1] = 0u;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int mt = (i + mr) & 3;
@@ -399,26 +385,9 @@ __device__ __forceinline__ void dims_tile3(unsigned char* smem, const Lane& ln, 
         v.row[0].y = vt[i][p][2];
         v.row[1].y = vt[i][p][3];
       }
-      if constexpr (PV16) {
-        mma_f16acc(o16[p][0], v, pb[0].x, pb[0].y);
-        mma_f16acc(o16[p][1], v, pb[1].x, pb[1].y);
-      } else {
-        mma::mma<mma::Elem::f16>(o[p][0], v, pb[0]);
-        mma::mma<mma::Elem::f16>(o[p][1], v, pb[1]);
-      }
+      mma::mma<mma::Elem::f16>(o[p][0], v, pb[0]);
+      mma::mma<mma::Elem::f16>(o[p][1], v, pb[1]);
     }
-  }
-  if constexpr (PV16) {
-#pragma unroll
-    for (int p = 0; p < 4; ++p)
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt) {
-        const float2 lo = f16x2_to_f32(o16[p][nt][0]), hi = f16x2_to_f32(o16[p][nt][1]);
-        o[p][nt].v[0] += lo.x;
-        o[p][nt].v[1] += lo.y;
-        o[p][nt].v[2] += hi.x;
-        o[p][nt].v[3] += hi.y;
-      }
   }
 }
 

@@ -34,8 +34,7 @@ using mla_dims::kT;
 constexpr int kF16P = mla_dims3::kF16P;
 constexpr int kQP = mla_dims3::kQP;
 constexpr int kEF = mla_dims3::kEF;
-constexpr int kPV16 = mla_dims3::kPV16;
-constexpr int kD3Bits = kF16P | kQP | kEF | kPV16;  // the bits dims_tile3 / Smem see
+constexpr int kD3Bits = kF16P | kQP | kEF;  // the bits dims_tile3 / Smem see
 
 constexpr int fDir = 16, fMg = 256, fHp = 512;
 // fLf (with fMg; mla-large5, session 10): the merge's arrival as cooperative groups' grid sync does it: a block
@@ -244,8 +243,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
       for (int c = 0; c < 2; ++c) {
         const int h = 8 * nt + 2 * t + c;
         const float l = lpart_sm[h] + lpart_sm[kHeads + h] + lpart_sm[2 * kHeads + h] + lpart_sm[3 * kHeads + h];
-        // kPV16: O holds 2^-8 of the sums (P^T stored scaled)
-        const float f = l > 0.f ? kv_scale / l * ((D3 & kPV16) ? 256.f : 1.f) : 0.f;
+        const float f = l > 0.f ? kv_scale / l : 0.f;
         float keep[2][2], recv[2][2];
 #pragma unroll
         for (int pp = 0; pp < 2; ++pp)

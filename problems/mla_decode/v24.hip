@@ -27,9 +27,6 @@
 #ifndef MLA_V24_XF  // further flags of the 32-tile path's merging launch (v26: mla_dims5::fLf)
 #define MLA_V24_XF 0
 #endif
-#ifndef MLA_V24_XOPT  // further tile options of the 32-tile path (v31: mla_dims5::kPV16)
-#define MLA_V24_XOPT 0
-#endif
 
 namespace {
 
@@ -44,8 +41,8 @@ constexpr int kOpt1 = d::kPush | d::kFence1 | d::kEF | d::kF16P | d::kPush16 | d
 constexpr int kOptN = d::kEF | d::kF16P;  // several: v16's pull epilogue (as v22)
 using Small = d::SmallPath<2, 3, kOpt1, kOptN>;
 using Clustered = mla_dims4::ClusterPath<MLA_V24_S_CL, mla_dims4::kF16P | mla_dims4::kQP | mla_dims4::kEF, 2>;  // v23's
-using Direct = mla_dims5::DirPath<MLA_V24_S, mla_dims5::kF16P | mla_dims5::kQP | mla_dims5::kEF | MLA_V24_XOPT, 2,
-                                  true, MLA_F16_PARTIALS, MLA_V24_XF>;
+using Direct = mla_dims5::DirPath<MLA_V24_S, mla_dims5::kF16P | mla_dims5::kQP | mla_dims5::kEF, 2, true,
+                                  MLA_F16_PARTIALS, MLA_V24_XF>;
 using Large = mla_dims3::Dims3<3, mla_dims3::kF16P | mla_dims3::kQP | mla_dims3::kEF, 2>;  // v22's
 int pick(const MlaDecodeConfig& c) {
   if (Small::applies(c)) return 0;
