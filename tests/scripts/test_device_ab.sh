@@ -4,11 +4,9 @@
 # and passes `compare` through, so the steps, the two benchmark orders, the comparison tables, the archive and the
 # exit status are the real ones.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
+source "$(dirname "$0")/lib/scratch.sh"
 real=${HARNESS_BIN:-$root/build/cpu/harness}
 [[ -x "$real" ]] || { echo "test_device_ab: no harness at $real (set HARNESS_BIN)"; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/dir"
 cat > "$tmp/dir/harness" <<EOF
 #!/usr/bin/env bash

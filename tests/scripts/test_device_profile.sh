@@ -3,9 +3,7 @@
 # run under ncu in profile mode on the asked shape, the raw page becomes one line a kernel, and a folder without a
 # harness is refused with status 2.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/lib/scratch.sh"
 mkdir -p "$tmp/bin" "$tmp/dir"
 # The stand-in: a profiling run records its command line and runs the program; --import prints canned pages.
 cat > "$tmp/bin/ncu" <<'NCU'

@@ -3,9 +3,7 @@
 # prints canned reports (the CPU machine has no sanitizer): the summary line, the distinct sites (kind, helper line,
 # caller line) and the harness's exit status reported per run.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/lib/scratch.sh"
 mkdir -p "$tmp/bin" "$tmp/dir"
 # The stand-in: memcheck finds three errors at two sites (two through one inlined helper), racecheck none; the
 # harness's exit status is 1 (a verdict failed) under memcheck.

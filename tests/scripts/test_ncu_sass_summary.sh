@@ -3,9 +3,7 @@
 # branch is reported with its instructions an iteration, and an out-of-line block that jumps back into the loop (as
 # ptxas places an mbarrier wait's retry after the kernel's end) is not taken for a loop around it.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/lib/scratch.sh"
 csv="$tmp/k.sass.csv"
 row() { echo "\"0x7f00000000$1\",\"$2\",\"$3\",\"$4\",\"$5\",\"$6\""; }
 {
