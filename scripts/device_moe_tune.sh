@@ -9,8 +9,8 @@ dir=${1:?harness folder}
 tv=${2:-v3,v4,v5}
 bv=${3:-v4,v5}
 out=${OUT:-/tmp/device_moe_tune}
-work=$(mktemp -d)
 source scripts/lib/unpack_harness.sh && require_harness "$dir"
+work=$(mktemp -d)
 h="$dir/harness"
 nvidia-smi -L > "$work/device.txt" 2>&1
 timeout ${TEST_TIMEOUT:-100} "$h" run moe_mxfp4 --variant "$tv" --mode test --json "$work/test.json" > "$work/test.log" 2>&1
