@@ -9,6 +9,8 @@
 #     CANDIDATES  comma-separated variants
 # Environment: SHAPES (benchmark shape indices, default all), SHAPE_ARGS (replaces `--shapes SHAPES`, e.g.
 # '--shape "bs=8 kv=512"'), FRESH (fresh inputs a benchmark shape in test mode, default 1; 0: that check is skipped),
+# TEST_SHAPES (shapes of your own for one more test-mode step, ';'-separated, e.g. 'bs=32 kv=7000;bs=250 kv=1000':
+# short last tiles and other corners the test and benchmark shapes miss),
 # PROFILE_SHAPES / PROFILE_KERNELS (scripts/device_profile.sh on these shapes and kernels, default none / every kernel),
 # DEADLINE_S (default 480: steps that would start later are skipped and say so), RUN_TIMEOUT_S (a step's limit, 150).
 # Exit status: 0 when every step ran and passed, 1 when a step failed or was skipped, 2 on bad arguments.
@@ -40,6 +42,12 @@ step() {  # step NAME COMMAND...: with RUN_TIMEOUT_S unless the deadline has pas
 
 { nvidia-smi -L 2>/dev/null; "$h" list 2>/dev/null | head -1; date -u; } > "$work/device.txt"
 step test "$h" run "$problem" --variant "$cands" --mode test --json "$work/test.json"
+if [[ -n "${TEST_SHAPES:-}" ]]; then
+  IFS=';' read -ra custom <<< "$TEST_SHAPES"
+  custom_args=()
+  for c in "${custom[@]}"; do custom_args+=(--shape "$c"); done
+  step test_custom "$h" run "$problem" --variant "$cands" --mode test "${custom_args[@]}" --json "$work/test_custom.json"
+fi
 if (( ${FRESH:-1} > 0 )); then
   step test_benchmark_shapes "$h" run "$problem" --variant "$cands" --mode test --shape-set benchmark \
     "${shape_args[@]}" --fresh "${FRESH:-1}" --json "$work/test_benchmark_shapes.json"

@@ -19,16 +19,18 @@ case $cmd in
   compare) exec "$real" compare "$@" ;;
   run)
     problem=$1; shift
-    variants="" mode=test json=""
+    variants="" mode=test json="" shapes=()
     while (($#)); do
       case $1 in
         --variant) variants=$2; shift 2 ;;
+        --shape) shapes+=("$2"); shift 2 ;;
         --mode) mode=$2; shift 2 ;;
         --json) json=$2; shift 2 ;;
         --shapes|--shape-set|--fresh) shift 2 ;;
         *) shift ;;
       esac
     done
+    if ((${#shapes[@]})); then printf '%s|' "$mode" "${shapes[@]}" >> "$(dirname "$0")/shapes.log"; echo >> "$(dirname "$0")/shapes.log"; fi
     n=$(tr ',' '\n' <<< "$variants" | wc -l)
     cpus=$(yes cpu | head -n "$n" | paste -sd,)
     "$real" run mla_decode --variant "$cpus" --mode "$mode" --shape "bs=1 kv=32" --json "$json" || exit
@@ -46,8 +48,12 @@ esac
 EOF
 chmod +x "$tmp/dir/harness"
 fail() { echo "test_device_ab: $1"; echo "$out"; exit 1; }
-out=$(OUT="$tmp/out" FRESH=1 "$root/scripts/device_ab.sh" "$tmp/dir" mla_decode va vb,vc) || fail "exit status $?"
+out=$(OUT="$tmp/out" FRESH=1 TEST_SHAPES='bs=2 kv=100;bs=3 kv=70' "$root/scripts/device_ab.sh" "$tmp/dir" mla_decode \
+  va vb,vc) || fail "exit status $?"
 grep -qx '  test: rc 0 in [0-9]* s' <<< "$out" || fail "test step line"
+# TEST_SHAPES: one more test-mode step on exactly those shapes
+grep -qx '  test_custom: rc 0 in [0-9]* s' <<< "$out" || fail "custom shapes step line"
+[[ $(cat "$tmp/dir/shapes.log") == "test|bs=2 kv=100|bs=3 kv=70|" ]] || fail "custom shapes: $(cat "$tmp/dir/shapes.log")"
 grep -qx '  bench_base_last: rc 0 in [0-9]* s' <<< "$out" || fail "second order's step line"
 for order in bench_base_first bench_base_last; do
   for v in vb vc; do
