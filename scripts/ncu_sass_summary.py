@@ -47,6 +47,12 @@ def stall_reasons(rows, ix):
     return total
 
 
+def top_reasons(r, ix):
+    """The row's two largest stall reasons, as "reason:samples" words."""
+    reasons = sorted(((num(r[i]), c) for c, i in stall_columns(ix)), reverse=True)[:2]
+    return " ".join(f"{c}:{v:.0f}" for v, c in reasons if v)
+
+
 def num(s):
     try:
         return float(s.replace(",", ""))
@@ -92,9 +98,8 @@ def main():
         hot = sorted(rows, key=lambda r: -num(r[ix[SAMPLES]]))[: o.top]
         samples = sum(num(r[ix[SAMPLES]]) for r in rows) or 1
         for r in hot:
-            reasons = sorted(((num(r[i]), c) for c, i in stall_columns(ix)), reverse=True)[:2]
             print(f"   {num(r[ix[SAMPLES]]) / samples:6.1%} {r[ix['Address']][-5:]} "
-                  f"{r[ix['Source']].strip()[:60]:60} " + " ".join(f"{c}:{v:.0f}" for v, c in reasons if v))
+                  f"{r[ix['Source']].strip()[:60]:60} " + top_reasons(r, ix))
         if o.loops:
             print_loops(rows, ix, samples, o.loops)
         if rng:
@@ -127,9 +132,8 @@ def print_range(rows, ix, samples, rng):
     total = sum(num(r[ix[SAMPLES]]) for r in body)
     print(f"   range {lo:05x}..{hi:05x}: {len(body)} instructions, {total / samples:.1%} of the samples")
     for r in body:
-        reasons = sorted(((num(r[i]), c) for c, i in stall_columns(ix)), reverse=True)[:2]
         print(f"      {r[ix['Address']][-5:]} {num(r[ix[SAMPLES]]):6.0f} {num(r[ix['Instructions Executed']]):>10,.0f}  "
-              f"{r[ix['Source']].strip()[:60]:60} " + " ".join(f"{c}:{v:.0f}" for v, c in reasons if v))
+              f"{r[ix['Source']].strip()[:60]:60} " + top_reasons(r, ix))
 
 
 def print_loops(rows, ix, samples, n):
