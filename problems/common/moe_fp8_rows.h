@@ -290,6 +290,21 @@ struct LoopDist<C, std::void_t<decltype(C::DIST)>> {
   static constexpr int value = C::DIST;
 };
 
+// XRes: a configuration whose activations (B) stay in shared memory for the whole K (kXResOff: their offset from the
+// pipeline's base; [8-row group][2 KB 16-byte chunks][8 rows][16 bytes], KB 256 bytes between groups) instead of
+// coming with each stage (kXPer == 0): moe_fp8r2's down_xr (session 22) loads a tile's rows once for several slices.
+template <class C, class = void>
+struct XRes {
+  static constexpr bool value = false;
+  static constexpr int off = 0;
+};
+template <class C>
+struct XRes<C, std::void_t<decltype(C::kXResOff)>> {
+  static constexpr bool value = true;
+  static constexpr int off = C::kXResOff;
+  static_assert(C::kXPer == 0, "resident activations: the stages carry weights and scales only");
+};
+
 template <class C, class = void>
 struct LoopOpts {
   static constexpr bool EF = false, kNoBranch = false, kClampNext = false;
@@ -341,7 +356,7 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
   if constexpr (O::EF) pol = policy_evict_first();
   const uint32_t rg_bytes = uint32_t(KB) * 256u;
 
-  uint32_t woff[C::kWPer], xoff[C::kXPer];
+  uint32_t woff[C::kWPer], xoff[C::kXPer > 0 ? C::kXPer : 1];
 #pragma unroll
   for (int n = 0; n < C::kWPer; ++n) {
     const int i = tid + n * C::kThreads, r = i / (C::KS * 16), ch = i % (C::KS * 16);
@@ -386,9 +401,11 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
   uint32_t a[C::NB][C::MT][4];
   uint32_t c0[C::MT][2], c1[C::MT][2];
 
-  auto body = [&](int slot, int next_slot, int next_kb, bool has_next) {
+  auto body = [&](int slot, int next_slot, int next_kb, bool has_next, int kb) {
     const uint8_t* st = smem + slot * C::kStageBytes;
-    const uint64_t desc0 = smem_desc(smem_s + slot * C::kStageBytes + C::kX, C::kSBO);
+    const uint64_t desc0 = XRes<C>::value
+                               ? smem_desc(smem_s + XRes<C>::off, uint32_t(KB) * 256u) + uint64_t(kb * 16)
+                               : smem_desc(smem_s + slot * C::kStageBytes + C::kX, C::kSBO);
     uint32_t sw[C::MT][2][C::KS / 4];  // scale words of rows g and g + 8 of each group
 #pragma unroll
     for (int m = 0; m < C::MT; ++m)
@@ -486,7 +503,7 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
         }
     }
     const int next = ks + kDist;
-    body(slot, next % C::STAGES, (O::kClampNext ? (next < nk ? next : nk - 1) : next) * C::KS, next < nk);
+    body(slot, next % C::STAGES, (O::kClampNext ? (next < nk ? next : nk - 1) : next) * C::KS, next < nk, ks * C::KS);
     cp_commit();
   }
   moe_wg8::wg_wait<0>();
@@ -1386,6 +1403,57 @@ __global__ __launch_bounds__(C::kThreads, 1) void gate_up(MoeArgs a, Ws ws) {
   gate_up_tile<C, FORCE>(a, ws, tile, [] { return int(blockIdx.y); }, smem, rg, xoff, colmul, tok, xflag, wflag, rref);
 }
 
+// The down's epilogue once the mainloop of the block's column block n0 .. n0 + BM is done (run_mainloop's rref /
+// wflag written, its last barrier passed): the rows' reference exponents applied, the weighted rows into y (staged
+// through smem, the pipeline's buffers, with MOE_Y_STAGED), the exact fix-up of flagged (row, column) pairs. Shared
+// by down_tile and moe_fp8r2::down_xr. CGD: the fix-up's activation rows read through L2.
+template <class C, int FORCE, bool CGD, class TileT>
+__device__ __forceinline__ void down_store(const MoeArgs& a, const Ws& ws, const TileT& tile, int n0,
+                                           float (&acc)[C::MT][C::NG][4], uint8_t* smem, const int* pair,
+                                           const float* weight, const int* aflg, const int* wflag, const int* rref,
+                                           int nreal) {
+  const int H = a.cfg.d_hidden, I = a.cfg.d_expert, KB = I / 32;
+  const moe_wide16::AccIndex<C> ix;
+  bool mine = false;
+#pragma unroll
+  for (int m = 0; m < C::MT; ++m)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = ix.row(m, 2 * h);
+      const float rowmul = numerics::exp2_f32(rref[r]);
+      mine |= wflag[r] != 0;
+#pragma unroll
+      for (int j = 0; j < C::NG; ++j) {
+        acc[m][j][2 * h] *= rowmul;
+        acc[m][j][2 * h + 1] *= rowmul;
+      }
+    }
+#if defined(MOE_Y_STAGED) && defined(MOE_Y_BF16X2) && defined(MOE_Y_BF16_CVT) && defined(__CUDA_ARCH__) && \
+    __CUDA_ARCH__ >= 800
+  // v51: the weighted rows through shared memory (the pipeline buffers, free after run_mainloop's last barrier; with
+  // resident activations, everything before them).
+  static_assert(moe_tiled::y_stage_bytes<C>() <= (XRes<C>::value ? XRes<C>::off : C::kPipeBytes),
+                "the staged y tile fits the pipeline buffers");
+  moe_tiled::store_weighted_rows_staged<C>(ix, acc, pair, weight, ws.p.y, H, n0, smem, nreal);
+#else
+  moe_tiled::store_weighted_rows<C>(ix, acc, pair, weight, ws.p.y, H, n0);
+#endif
+  if (threadIdx.x < C::BN) mine |= aflg[threadIdx.x] != 0;
+  if (__syncthreads_or(mine)) {
+    const int warp = threadIdx.x / kLanes;
+    for (int idx = warp; idx < C::BN * C::BM; idx += C::kThreads / kLanes) {
+      const int c = idx / C::BM, r = idx % C::BM;
+      if (pair[c] < 0 || !(wflag[r] || aflg[c])) continue;
+      const int64_t n = int64_t(tile.expert) * H + n0 + r;
+      const int64_t row = tile.row0 + c;
+      const uint8_t* wrow = a.down_weight + n * (I / 2);
+      const uint8_t* srow = a.down_weight_scale + n * KB;
+      const float v = exact_dot_a<FORCE, CGD>(wrow, srow, ws.p.a8 + row * I, ws.p.as + row * KB, pair[c], KB);
+      if (threadIdx.x % kLanes == 0) ws.p.y[int64_t(pair[c]) * H + n0 + r] = weight[c] * v;
+    }
+  }
+}
+
 // The down kernel's work once its tile is known (shared with moe_fp8r2::down): the tile's pairs and weights, the
 // mainloop into fp32, the weighted rows into y, the exact fix-up of flagged (row, column) pairs. col() gives the
 // block's column block; CGF / CGD: the row flags / the fix-up's activation rows read through L2.
@@ -1415,43 +1483,7 @@ __device__ __forceinline__ void down_tile(const MoeArgs& a, const Ws& ws, const 
     run_mainloop<C, decltype(n_tag)::value, FORCE>(wq, wsc, ws.p.a8, KB, KB, rg, xoff, smem, acc, rref, wflag);
   });
 
-  const moe_wide16::AccIndex<C> ix;
-  bool mine = false;
-#pragma unroll
-  for (int m = 0; m < C::MT; ++m)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = ix.row(m, 2 * h);
-      const float rowmul = numerics::exp2_f32(rref[r]);
-      mine |= wflag[r] != 0;
-#pragma unroll
-      for (int j = 0; j < C::NG; ++j) {
-        acc[m][j][2 * h] *= rowmul;
-        acc[m][j][2 * h + 1] *= rowmul;
-      }
-    }
-#if defined(MOE_Y_STAGED) && defined(MOE_Y_BF16X2) && defined(MOE_Y_BF16_CVT) && defined(__CUDA_ARCH__) && \
-    __CUDA_ARCH__ >= 800
-  // v51: the weighted rows through shared memory (the pipeline buffers, free after run_mainloop's last barrier).
-  static_assert(moe_tiled::y_stage_bytes<C>() <= C::kPipeBytes, "the staged y tile fits the pipeline buffers");
-  moe_tiled::store_weighted_rows_staged<C>(ix, acc, pair, weight, ws.p.y, H, n0, smem, nreal);
-#else
-  moe_tiled::store_weighted_rows<C>(ix, acc, pair, weight, ws.p.y, H, n0);
-#endif
-  if (threadIdx.x < C::BN) mine |= aflg[threadIdx.x] != 0;
-  if (__syncthreads_or(mine)) {
-    const int warp = threadIdx.x / kLanes;
-    for (int idx = warp; idx < C::BN * C::BM; idx += C::kThreads / kLanes) {
-      const int c = idx / C::BM, r = idx % C::BM;
-      if (pair[c] < 0 || !(wflag[r] || aflg[c])) continue;
-      const int64_t n = int64_t(tile.expert) * H + n0 + r;
-      const int64_t row = tile.row0 + c;
-      const uint8_t* wrow = a.down_weight + n * (I / 2);
-      const uint8_t* srow = a.down_weight_scale + n * KB;
-      const float v = exact_dot_a<FORCE, CGD>(wrow, srow, ws.p.a8 + row * I, ws.p.as + row * KB, pair[c], KB);
-      if (threadIdx.x % kLanes == 0) ws.p.y[int64_t(pair[c]) * H + n0 + r] = weight[c] * v;
-    }
-  }
+  down_store<C, FORCE, CGD>(a, ws, tile, n0, acc, smem, pair, weight, aflg, wflag, rref, nreal);
 }
 
 // Stage 2. grid (tiles_max, H / BM): y[pair, n] = weight * (a W_down^T).

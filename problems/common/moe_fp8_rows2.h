@@ -92,6 +92,22 @@ struct Cfg {
   static_assert(kPipeBytes + 5 * 1024 <= 227 * 1024, "shared memory");
 };
 
+// A down configuration B (moe_fp8r2::Cfg or derived) with the tile's activation rows resident in shared memory for
+// K up to 32 KBMAX (moe_fp8r::XRes: the stages carry weights and scales only) after max(the pipeline, the staged y
+// tile): down_xr's.
+template <class B, int KBMAX>
+struct XResCfg : B {
+  using Base = B;  // the configuration down runs where d_expert does not fit
+  static constexpr int kXPer = 0;
+  static constexpr int kStageBytes = B::kX;  // weights and scales
+  static constexpr int kPipeBytes = B::STAGES * kStageBytes;
+  static constexpr int kKBMax = KBMAX;
+  static constexpr int kXResOff = moe_tile::align16(
+      kPipeBytes > moe_tiled::y_stage_bytes<B>() ? kPipeBytes : moe_tiled::y_stage_bytes<B>());
+  static constexpr int kSmemBytes = kXResOff + B::BN * KBMAX * 32;
+  static_assert(kSmemBytes + 5 * 1024 <= 227 * 1024, "shared memory");
+};
+
 // One block of blockDim >= E threads: counts per expert, a scan of the tiles per expert, the tile list
 // (ceil(n / T) tiles of about equal size an expert; its row region is that many x T rows) and the sorted
 // pair list. Pairs inside an expert are placed in atomic order, which changes no value.
@@ -268,25 +284,12 @@ __global__ __launch_bounds__(C::kThreads, 1) void gate_up(MoeArgs a, Ws2 ws2) {
   }
 }
 
-// Stage 2. grid (tiles_max, H / BM): y[pair, n] = weight * (a W_down^T).
-template <class C, int FORCE, bool OVL, bool PRO>
-__global__ __launch_bounds__(C::kThreads, 1) void down(MoeArgs a, Ws2 ws2) {
-  const moe_fp8r::Ws& ws = ws2.w;
-  extern __shared__ __align__(128) uint8_t smem[];
-  __shared__ int rg[C::BM / 16];
-  __shared__ uint32_t xoff[C::BN];
-  __shared__ int pair[C::BN];
-  __shared__ float weight[C::BN];
-  __shared__ int aflg[C::BN];
-  __shared__ int wflag[C::BM];
-  __shared__ int rref[C::BM];
-  const int slot = tile_index<OVL>();
-  if constexpr (PRO) moe_wg8::dep_release();  // the combine may be scheduled once every down block started
-  if (slot >= *ws.p.n_tiles) return;
+// A down block's tile (route_even's list index) once its gate_up blocks have stored its a8 rows (OVL; else slot
+// itself): the block's thread 0 waits, then a block barrier.
+template <bool OVL>
+__device__ __forceinline__ int down_wait(const Ws2& ws2, int slot) {
 #if MOE_DOWN_QUEUE
   __shared__ int bt_s;
-#else
-  const TileE tile = tile_of(ws2, slot);
 #endif
   if constexpr (OVL) {
     // The tile's gate_up blocks (I / (G1::BM / 2) of them) have stored its a8 rows.
@@ -310,15 +313,113 @@ __global__ __launch_bounds__(C::kThreads, 1) void down(MoeArgs a, Ws2 ws2) {
     __syncthreads();
   }
 #if MOE_DOWN_QUEUE
-  const TileE tile = tile_of(ws2, OVL ? bt_s : slot);
+  return OVL ? bt_s : slot;
+#else
+  return slot;
 #endif
+}
+
+// Stage 2. grid (tiles_max, H / BM): y[pair, n] = weight * (a W_down^T).
+template <class C, int FORCE, bool OVL, bool PRO>
+__global__ __launch_bounds__(C::kThreads, 1) void down(MoeArgs a, Ws2 ws2) {
+  const moe_fp8r::Ws& ws = ws2.w;
+  extern __shared__ __align__(128) uint8_t smem[];
+  __shared__ int rg[C::BM / 16];
+  __shared__ uint32_t xoff[C::BN];
+  __shared__ int pair[C::BN];
+  __shared__ float weight[C::BN];
+  __shared__ int aflg[C::BN];
+  __shared__ int wflag[C::BM];
+  __shared__ int rref[C::BM];
+  const int slot = tile_index<OVL>();
+  if constexpr (PRO) moe_wg8::dep_release();  // the combine may be scheduled once every down block started
+  if (slot >= *ws.p.n_tiles) return;
+  const TileE tile = tile_of(ws2, down_wait<OVL>(ws2, slot));
   moe_fp8r::down_tile<C, FORCE, OVL, true>(a, ws, tile, [] { return col_index<OVL>(); }, smem, rg, xoff, pair, weight,
                                           aflg, wflag, rref);
 }
 
 
+// Stage 2 with the tile's activations loaded once (session 22): C an XResCfg, grid (ceil(H / BM / NS), tiles_max);
+// the block runs NS consecutive BM-row column blocks of d_hidden, each its own mainloop over the weights and scales
+// only (the next column block's prefetched into L2 while the current one runs) and down_tile's epilogue (down_store).
+// Needs d_expert <= 32 C::kKBMax.
+template <class C, int FORCE, bool OVL, bool PRO, int NS>
+__global__ __launch_bounds__(C::kThreads, 1) void down_xr(MoeArgs a, Ws2 ws2) {
+  const moe_fp8r::Ws& ws = ws2.w;
+  extern __shared__ __align__(128) uint8_t smem[];
+  __shared__ int rg[C::BM / 16];
+  __shared__ uint32_t xoff[C::BN];
+  __shared__ int pair[C::BN];
+  __shared__ float weight[C::BN];
+  __shared__ int aflg[C::BN];
+  __shared__ int wflag[C::BM];
+  __shared__ int rref[C::BM];
+  const int slot = tile_index<OVL>();
+  if constexpr (PRO) moe_wg8::dep_release();  // the combine may be scheduled once every down block started
+  if (slot >= *ws.p.n_tiles) return;
+  const int bt = down_wait<OVL>(ws2, slot);
+  const TileE tile = tile_of(ws2, bt);
+  const int H = a.cfg.d_hidden, I = a.cfg.d_expert, KB = I / 32;
+  for (int i = threadIdx.x; i < C::BM / 16; i += C::kThreads) rg[i] = i;  // the column block's weights: w + its offset
+  bool real = false;
+  if (threadIdx.x < C::BN) {
+    const int c = threadIdx.x;
+    const int row = tile.row0 + (c < tile.rows ? c : 0);  // rows past the tile's: its first row (not stored)
+    const int p = c < tile.rows ? ws.p.sorted_pair[row] : -1;
+    xoff[c] = uint32_t(row) * uint32_t(I);
+    pair[c] = p;
+    weight[c] = p >= 0 ? a.topk_weights[p] : 0.0f;
+    aflg[c] = p >= 0 && (OVL ? __ldcg(ws.aflag + row) : ws.aflag[row]);
+    real = p >= 0;
+  }
+  const int nreal = __syncthreads_count(real);
+  const uint8_t* wq = a.down_weight_shuffled + int64_t(tile.expert) * H * (I / 2);
+  const uint8_t* wsc = a.down_weight_scale + int64_t(tile.expert) * H * KB;
+  const int cb0 = col_index<OVL>() * NS, cb1 = min(H / C::BM, cb0 + NS);
+  const uint32_t w_bytes = uint32_t(C::BM) * uint32_t(KB) * 16u, s_bytes = uint32_t(C::BM) * uint32_t(KB);
+  moe_fp8r::dispatch_cols<C>(nreal, [&](auto n_tag) {
+    constexpr int NC = decltype(n_tag)::value;
+    // The tile's NC activation rows, all of K, in the mainloop's B layout (8-row groups 2 KB x 128 bytes apart, the
+    // two 16-byte chunks of a k-block 128 bytes apart): one commit group, before the first mainloop's stages.
+    uint8_t* xr = smem + C::kXResOff;
+    const int nch = 2 * KB;
+    for (int i = threadIdx.x; i < NC * nch; i += C::kThreads) {
+      const int c = (i / (8 * nch)) * 8 + i % 8, ch = (i / 8) % nch;
+      moe_tile::cp_async<16>(xr + (c / 8) * (nch * 128) + ch * 128 + (c % 8) * 16, ws.p.a8 + xoff[c] + ch * 16);
+    }
+    moe_tile::cp_commit();
+    for (int cb = cb0; cb < cb1; ++cb) {
+      const int n0 = cb * C::BM;
+      if (threadIdx.x == 0 && cb + 1 < cb1) {  // the next column block's weights and scales into L2
+        moe_tile::prefetch_l2(wq + int64_t(n0 + C::BM) * (I / 2), w_bytes);
+        moe_tile::prefetch_l2(wsc + int64_t(n0 + C::BM) * KB, s_bytes);
+      }
+      float acc[C::MT][C::NG][4];
+      moe_fp8r::run_mainloop<C, NC, FORCE>(wq + int64_t(n0) * (I / 2), wsc + int64_t(n0) * KB, ws.p.a8, KB, KB, rg,
+                                           xoff, smem, acc, rref, wflag);
+      moe_fp8r::down_store<C, FORCE, true>(a, ws, tile, n0, acc, smem, pair, weight, aflg, wflag, rref, nreal);
+      __syncthreads();  // the staged y tile (the pipeline's buffers) and rref / wflag read before the next mainloop
+    }
+  });
+}
+
+// The per-column-block down's configuration of G2: its Base where G2 is an XResCfg, else G2.
+template <class C, class = void>
+struct DownOfT {
+  using type = C;
+};
+template <class C>
+struct DownOfT<C, std::void_t<typename C::Base>> {
+  using type = typename C::Base;
+};
+template <class C>
+using DownOf = typename DownOfT<C>::type;
+
 // The whole layer: moe_fp8r's quantizer, route_even (tiles of up to BN rows), gate_up, down, moe_pipeline's combine.
-template <class G1, class G2, bool OVL, bool PRO = false, int FORCE = 0>
+// NS > 0 (OVL only): down_xr with NS column blocks a block where d_expert fits G2's resident activations (G2 an
+// XResCfg), else down.
+template <class G1, class G2, bool OVL, bool PRO = false, int FORCE = 0, int NS = 0>
 void launch(const MoeArgs& a) {
   static_assert(G1::BN == G2::BN, "one tile list");
   static_assert(!PRO || (OVL && FORCE == 0), "PRO: the overlapped form, no forced fix-up");
@@ -354,15 +455,32 @@ void launch(const MoeArgs& a) {
                                                  ws2.tiles, ws.p.n_tiles, ws2.ready, int(s.tiles_max));
     moe_pipeline::check(hipGetLastError(), "fp8 route");
   }
-  constexpr int sm1 = moe_fp8r::gate_up_smem<G1>(), sm2 = G2::kPipeBytes;
+  constexpr int sm1 = moe_fp8r::gate_up_smem<G1>();
   moe_wg8::allow_smem(gate_up<G1, FORCE, OVL, PRO>, sm1);
-  moe_wg8::allow_smem(down<G2, FORCE, OVL, PRO>, sm2);
   if constexpr (OVL) {
     moe_rows8::launch_ex(gate_up<G1, FORCE, OVL, PRO>, dim3(cols1, tiles), dim3(G1::kThreads), size_t(sm1), PRO,
                          "fp8 gate_up", a, ws2);
-    moe_rows8::launch_ex(down<G2, FORCE, OVL, PRO>, dim3(cols2, tiles), dim3(G2::kThreads), size_t(sm2), true,
-                         "fp8 down", a, ws2);
+    bool xres = false;
+    if constexpr (NS > 0) {
+      if (s.I / 32 <= G2::kKBMax) {
+        constexpr int sm2 = G2::kSmemBytes;
+        moe_wg8::allow_smem(down_xr<G2, FORCE, OVL, PRO, NS>, sm2);
+        moe_rows8::launch_ex(down_xr<G2, FORCE, OVL, PRO, NS>, dim3((cols2 + NS - 1) / NS, tiles), dim3(G2::kThreads),
+                             size_t(sm2), true, "fp8 down (resident activations)", a, ws2);
+        xres = true;
+      }
+    }
+    if (!xres) {
+      using D2 = DownOf<G2>;
+      constexpr int sm2 = D2::kPipeBytes;
+      moe_wg8::allow_smem(down<D2, FORCE, OVL, PRO>, sm2);
+      moe_rows8::launch_ex(down<D2, FORCE, OVL, PRO>, dim3(cols2, tiles), dim3(D2::kThreads), size_t(sm2), true,
+                           "fp8 down", a, ws2);
+    }
   } else {
+    static_assert(NS == 0, "down_xr: the overlapped launch chain only");
+    constexpr int sm2 = G2::kPipeBytes;
+    moe_wg8::allow_smem(down<G2, FORCE, OVL, PRO>, sm2);
     gate_up<G1, FORCE, OVL, PRO><<<dim3(tiles, cols1), G1::kThreads, sm1>>>(a, ws2);
     moe_pipeline::check(hipGetLastError(), "fp8 gate_up");
     down<G2, FORCE, OVL, PRO><<<dim3(tiles, cols2), G2::kThreads, sm2>>>(a, ws2);
@@ -385,13 +503,13 @@ void launch(const MoeArgs& a) {
 using G160s = Cfg<8, 2, 4, 5, 2, true, 160>;
 
 // The path as one unit for a composed variant: the 64-row shapes of v20 (bs x k / routed > 40).
-template <class A, class B, bool OVL, bool PRO = false, int FORCE = 0>
+template <class A, class B, bool OVL, bool PRO = false, int FORCE = 0, int NS = 0>
 struct PathOf {
   static bool applies(const MoeConfig& c) {
     return c.bs * c.n_experts_per_token / c.n_routed_experts > 40 && moe_fp8r::supports(c);
   }
   static size_t workspace_bytes(const MoeConfig& c) { return carve2(c, A::BN, nullptr, nullptr); }
-  static void launch(const MoeArgs& a) { moe_fp8r2::launch<A, B, OVL, PRO, FORCE>(a); }
+  static void launch(const MoeArgs& a) { moe_fp8r2::launch<A, B, OVL, PRO, FORCE, NS>(a); }
 };
 using Path = PathOf<G160s, G160s, true, true>;  // v28 (docs/perf.md, section "moe_mxfp4 v28", call 4 and the final call)
 #endif  // MOE_WG8_HOST

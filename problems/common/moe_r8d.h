@@ -39,13 +39,7 @@ using moe_rows8x::prmt;
 
 constexpr int kMaxE = 512;  // LR: experts counted in shared memory
 
-__device__ inline void prefetch_l2(const void* p, uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
-#else
-  (void)p, (void)bytes;
-#endif
-}
+using moe_tile::prefetch_l2;
 
 // LR: the expert of tile tile_index and the tile count, as moe_tiled::route_block computes them (tiles in expert
 // order, ceil(count / 8) tiles an expert). Every thread of the block calls it; the result is in *out after the

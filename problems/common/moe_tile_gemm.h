@@ -186,6 +186,14 @@ __device__ inline void cp_async16_zfill(void* smem_dst, const void* gmem_src, bo
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem_src), "r"(valid ? 16 : 0) : "memory");
 #endif
 }
+// bytes (a multiple of 16) from p (16-byte aligned) into L2, asynchronously (sm_90: a bulk prefetch; no-op before).
+__device__ inline void prefetch_l2(const void* p, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
+#else
+  (void)p, (void)bytes;
+#endif
+}
 __device__ inline void cp_commit() {
 #if defined(__CUDA_ARCH__)
   asm volatile("cp.async.commit_group;\n" ::: "memory");

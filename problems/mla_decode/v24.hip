@@ -27,6 +27,9 @@
 #ifndef MLA_V24_XF  // further flags of the 32-tile path's merging launch (v26: mla_dims5::fLf)
 #define MLA_V24_XF 0
 #endif
+#ifndef MLA_V24_OPTN_X  // further flags of the small path's several-clusters-a-batch kernels (v32: mla_dcl2::kFence1)
+#define MLA_V24_OPTN_X 0
+#endif
 
 namespace {
 
@@ -38,7 +41,7 @@ void launch(const MlaDecodeArgs& a) { mma_launch<Fallback>(a, "mla_mma_kernel<fp
 #else
 namespace d = mla_dcl2;
 constexpr int kOpt1 = d::kPush | d::kFence1 | d::kEF | d::kF16P | d::kPush16 | d::kWPar;  // one cluster a batch
-constexpr int kOptN = d::kEF | d::kF16P;  // several: v16's pull epilogue (as v22)
+constexpr int kOptN = d::kEF | d::kF16P | MLA_V24_OPTN_X;  // several: v16's pull epilogue (as v22)
 using Small = d::SmallPath<2, 3, kOpt1, kOptN>;
 using Clustered = mla_dims4::ClusterPath<MLA_V24_S_CL, mla_dims4::kF16P | mla_dims4::kQP | mla_dims4::kEF, 2>;  // v23's
 using Direct = mla_dims5::DirPath<MLA_V24_S, mla_dims5::kF16P | mla_dims5::kQP | mla_dims5::kEF, 2, true,

@@ -69,12 +69,19 @@ using PFew = moe_w32::Plan<moe_v37::G64, moe_v37::G64Down, MOE_FEW64, 4, 0, V37_
 using PFew = moe_w32::Plan<G27d, moe_v37::G27Plan2, 2, 2, 0, V37_FORCE, 1024>;
 #endif
 using Path32 = moe_w32::PathOf<moe_w32::Plan<G27d, moe_v37::G27Down1, 1, 4, 0, V37_FORCE, 256>, PFew>;
+// The 64-row path: moe_ws30's (MOE_XR_NS > 0, v82: its down with resident activations, MOE_XR_NS column blocks a block).
+#if defined(MOE_XR_NS)
+using Path64 = moe_ws30::PathXR<MOE_XR_NS, V37_FORCE>;
+#elif V37_FORCE
+using Path64 = moe_ws30::PathOf<moe_ws30::G160w, moe_ws30::G160w, V37_FORCE>;
+#else
+using Path64 = moe_ws30::Path;
+#endif
 #if V37_FORCE
-using Paths = Dispatch<Or<moe_rows8x::Rows8XPath<>, V20Rows8>, Or<Path32, moe_wide22::Path32>,
-                       Or<moe_ws30::PathOf<moe_ws30::G160w, moe_ws30::G160w, V37_FORCE>, V20Rows64>>;
+using Paths = Dispatch<Or<moe_rows8x::Rows8XPath<>, V20Rows8>, Or<Path32, moe_wide22::Path32>, Or<Path64, V20Rows64>>;
 #else
 using Paths = Dispatch<Or<moe_r8d::Path<>, Or<moe_rows8x::Rows8XPath<>, V20Rows8>>, Or<Path32, moe_wide22::Path32>,
-                       Or<moe_ws30::Path, V20Rows64>>;
+                       Or<Path64, V20Rows64>>;
 #endif
 #else
 using Paths = moe_dispatch::Dispatch<void, void, void>;  // AMD: v11's dispatch
