@@ -340,12 +340,14 @@ __global__ __launch_bounds__(C::kThreads, 1) void down(MoeArgs a, Ws2 ws2) {
 }
 
 
-// Stage 2 with the tile's activations loaded once (session 22): C an XResCfg, grid (ceil(H / BM / NS), tiles_max);
-// the block runs NS consecutive BM-row column blocks of d_hidden, each its own mainloop over the weights and scales
-// only (the next column block's prefetched into L2 while the current one runs) and down_tile's epilogue (down_store).
-// Needs d_expert <= 32 C::kKBMax.
+// Stage 2 with the tile's activations loaded once (session 22): C an XResCfg, grid (H / BM, tiles_max) as down's;
+// the block of column block cb runs NS consecutive BM-row column blocks of d_hidden from cb when cb % NS == 0 (the
+// others leave at once), each its own mainloop over the weights and scales only (the next column block's prefetched
+// into L2 while the current one runs) and down_tile's epilogue (down_store). Tiles at queue slots >= late_from (those
+// whose gate_up blocks are past gate_up's first wave, so they finish last) take one column block a block: their downs
+// are what the layer waits for at its end. Needs d_expert <= 32 C::kKBMax.
 template <class C, int FORCE, bool OVL, bool PRO, int NS>
-__global__ __launch_bounds__(C::kThreads, 1) void down_xr(MoeArgs a, Ws2 ws2) {
+__global__ __launch_bounds__(C::kThreads, 1) void down_xr(MoeArgs a, Ws2 ws2, int late_from) {
   const moe_fp8r::Ws& ws = ws2.w;
   extern __shared__ __align__(128) uint8_t smem[];
   __shared__ int rg[C::BM / 16];
@@ -358,6 +360,8 @@ __global__ __launch_bounds__(C::kThreads, 1) void down_xr(MoeArgs a, Ws2 ws2) {
   const int slot = tile_index<OVL>();
   if constexpr (PRO) moe_wg8::dep_release();  // the combine may be scheduled once every down block started
   if (slot >= *ws.p.n_tiles) return;
+  const int ns = slot >= late_from ? 1 : NS, cb0 = col_index<OVL>();
+  if (cb0 % ns != 0) return;  // the group's first block runs it
   const int bt = down_wait<OVL>(ws2, slot);
   const TileE tile = tile_of(ws2, bt);
   const int H = a.cfg.d_hidden, I = a.cfg.d_expert, KB = I / 32;
@@ -376,7 +380,7 @@ __global__ __launch_bounds__(C::kThreads, 1) void down_xr(MoeArgs a, Ws2 ws2) {
   const int nreal = __syncthreads_count(real);
   const uint8_t* wq = a.down_weight_shuffled + int64_t(tile.expert) * H * (I / 2);
   const uint8_t* wsc = a.down_weight_scale + int64_t(tile.expert) * H * KB;
-  const int cb0 = col_index<OVL>() * NS, cb1 = min(H / C::BM, cb0 + NS);
+  const int cb1 = min(H / C::BM, cb0 + ns);
   const uint32_t w_bytes = uint32_t(C::BM) * uint32_t(KB) * 16u, s_bytes = uint32_t(C::BM) * uint32_t(KB);
   moe_fp8r::dispatch_cols<C>(nreal, [&](auto n_tag) {
     constexpr int NC = decltype(n_tag)::value;
@@ -465,8 +469,10 @@ void launch(const MoeArgs& a) {
       if (s.I / 32 <= G2::kKBMax) {
         constexpr int sm2 = G2::kSmemBytes;
         moe_wg8::allow_smem(down_xr<G2, FORCE, OVL, PRO, NS>, sm2);
-        moe_rows8::launch_ex(down_xr<G2, FORCE, OVL, PRO, NS>, dim3((cols2 + NS - 1) / NS, tiles), dim3(G2::kThreads),
-                             size_t(sm2), true, "fp8 down (resident activations)", a, ws2);
+        // gate_up runs one block an SM: the tiles past the first wave's whole tiles finish last.
+        const int late_from = current_device_shape().compute_units / int(cols1);
+        moe_rows8::launch_ex(down_xr<G2, FORCE, OVL, PRO, NS>, dim3(cols2, tiles), dim3(G2::kThreads), size_t(sm2),
+                             true, "fp8 down (resident activations)", a, ws2, late_from);
         xres = true;
       }
     }

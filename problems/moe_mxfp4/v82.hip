@@ -2,7 +2,9 @@
 // into shared memory (80 KB at 160 rows, K whole) and running MOE_XR_NS column blocks of 256 output rows a block, each
 // its own weight-only mainloop (the next block's weights prefetched into L2) and v81's epilogue (moe_fp8r2::down_xr);
 // v81's down, one block a column block, re-reads the tile's activations with every one (80 MB of L2 reads on E33
-// bs512) and fills its pipeline from DRAM each time. d_expert 2048 (activations past shared memory) keeps v81's down.
+// bs512) and fills its pipeline from DRAM each time. The tiles whose gate_up blocks run past gate_up's first wave
+// (E33 bs512: the last 3 of 36) finish last; their downs take one column block a block, the layer's end waits on them.
+// d_expert 2048 (activations past shared memory) keeps v81's down.
 // Same products, k order and epilogue: outputs v81's bit for bit. Measurements: docs/perf.md, session 22.
 #ifndef MOE_XR_NS
 #define MOE_XR_NS 4
