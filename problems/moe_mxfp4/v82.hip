@@ -15,8 +15,10 @@
 #define V54_BASE_ONLY 1
 #include "problems/moe_mxfp4/v54.hip"
 #if !V54_FORCE
-MOE_MXFP4_VARIANT(V82_NAME, gpu, "v81 with the 64-row down's activations resident in shared memory, several column "
-                  "blocks a block",
+#ifndef V82_DESC
+#define V82_DESC "v81 with the 64-row down's activations resident in shared memory, several column blocks a block"
+#endif
+MOE_MXFP4_VARIANT(V82_NAME, gpu, V82_DESC,
                   "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
                   "gate_up_weight_scale,down_weight_scale,topk_weights,topk_ids",
                   ::harness::kVariantMatrix8bit);
