@@ -1362,7 +1362,7 @@ __device__ inline bool split_k_meet(const SplitK& sk, float* tile_f, const float
 template <class C, int FORCE, bool SPLIT = false, class TileT, class ColF>
 __device__ __forceinline__ bool gate_up_tile(const MoeArgs& a, const Ws& ws, const TileT& tile, ColF col, uint8_t* smem,
                                              int* rg, uint32_t* xoff, float* colmul, int* tok, int* xflag, int* wflag,
-                                             int* rref, const SplitK& sk = {}) {
+                                             int* rref, const SplitK* sk = nullptr) {
   const int H = a.cfg.d_hidden, I = a.cfg.d_expert, T = a.cfg.total_top_k, KB = H / 32;
   constexpr int kHalf = C::BM / 2;
   const int n0 = col() * kHalf;
@@ -1388,8 +1388,8 @@ __device__ __forceinline__ bool gate_up_tile(const MoeArgs& a, const Ws& ws, con
   float acc[C::MT][C::NG][4];
   const uint8_t* wq = a.gate_up_weight_shuffled + int64_t(tile.expert) * 2 * I * (H / 2);
   const uint8_t* wsc = a.gate_up_weight_scale + int64_t(tile.expert) * 2 * I * KB;
-  if constexpr (SPLIT) {
-    const int kbn = KB / sk.parts, kbs = sk.part * kbn;
+  if constexpr (SPLIT) {  // (sk in shared memory: read again after the mainloop, not held in registers through it)
+    const int kbn = KB / sk->parts, kbs = sk->part * kbn;
     dispatch_cols<C>(nreal, [&](auto n_tag) {
       run_mainloop<C, decltype(n_tag)::value, FORCE>(wq + int64_t(kbs) * 256, wsc + kbs, ws.p.x8 + int64_t(kbs) * 32, KB,
                                                      kbn, rg, xoff, smem, acc, rref, wflag);
@@ -1405,7 +1405,7 @@ __device__ __forceinline__ bool gate_up_tile(const MoeArgs& a, const Ws& ws, con
   float* tile_f = reinterpret_cast<float*>(smem);
   const moe_wide16::AccIndex<C> ix;
   bool mine = false;
-  const bool split = SPLIT && sk.parts > 1;  // the K-parts' tile before colmul, then their sum (split_k_meet)
+  const bool split = SPLIT && sk->parts > 1;  // the K-parts' tile before colmul, then their sum (split_k_meet)
 #pragma unroll
   for (int m = 0; m < C::MT; ++m) {
     float rowmul[2];
@@ -1426,7 +1426,7 @@ __device__ __forceinline__ bool gate_up_tile(const MoeArgs& a, const Ws& ws, con
   if constexpr (SPLIT) {
     if (split) {
       __syncthreads();  // the part's tile written
-      if (!split_k_meet<C>(sk, tile_f, colmul, wflag)) return false;
+      if (!split_k_meet<C>(*sk, tile_f, colmul, wflag)) return false;
     }
 #pragma unroll
     for (int m = 0; m < C::MT; ++m)

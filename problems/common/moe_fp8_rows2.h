@@ -317,18 +317,21 @@ __global__ __launch_bounds__(C::kThreads, 1) void gate_up_sk(MoeArgs a, Ws2 ws2,
   const int n_tiles = *ws.p.n_tiles;
   if (bt >= n_tiles) return;
   const int b = bt * int(gridDim.x) + cb, total = n_tiles * int(gridDim.x), full = total - total % sms;
-  moe_fp8r::SplitK sk;
-  if (b >= full) {
-    const int tiles_max = int(gridDim.y);
-    sk = moe_fp8r::SplitK{S, z, partials + size_t(b - full) * S * (moe_fp8r::split_k_bytes<C>() / 4),
-                          ws2.ready + ready_split_at(tiles_max) + (b - full)};
-  } else if (z > 0) {
-    return;
-  }
+  const bool split = b >= full;
+  if (!split && z > 0) return;
   const TileE tile = tile_of(ws2, bt);
-  if (!moe_fp8r::gate_up_tile<C, FORCE, true>(a, ws, tile, [] { return col_index<true>(); }, smem, rg, xoff, colmul, tok,
-                                             xflag, wflag, rref, sk))
-    return;  // another K-part finishes this (column block, tile)
+  auto col = [] { return col_index<true>(); };
+  if (split) {  // the K-part's form (its own instantiation: the whole blocks' loop keeps gate_up's registers)
+    __shared__ moe_fp8r::SplitK sk;
+    if (threadIdx.x == 0)
+      sk = moe_fp8r::SplitK{S, z, partials + size_t(b - full) * S * (moe_fp8r::split_k_bytes<C>() / 4),
+                            ws2.ready + ready_split_at(int(gridDim.y)) + (b - full)};
+    __syncthreads();
+    if (!moe_fp8r::gate_up_tile<C, FORCE, true>(a, ws, tile, col, smem, rg, xoff, colmul, tok, xflag, wflag, rref, &sk))
+      return;  // another K-part finishes this (column block, tile)
+  } else {
+    moe_fp8r::gate_up_tile<C, FORCE>(a, ws, tile, col, smem, rg, xoff, colmul, tok, xflag, wflag, rref);
+  }
   __threadfence();  // this thread's a8 / as / aflag stores before the tile's count
   __syncthreads();
 #if MOE_DOWN_QUEUE
