@@ -4,11 +4,12 @@
 // in about half that. The parts' accumulators meet in the workspace and the last part to arrive sums them in part
 // order (fp32: the sum differs from v82's in rounding only) and runs the epilogue. Measurements: docs/perf.md,
 // session 22.
-#ifndef MOE_GU_SPLIT
 #define MOE_GU_SPLIT 2
-#define V83_NAME "v83"
-#endif
-#define MOE_XR_NS 4
-#define V82_NAME V83_NAME
-#define V82_DESC "v82 with the 64-row gate_up's blocks past its last full wave split into K-parts"
+#define V82_BASE_ONLY 1
 #include "problems/moe_mxfp4/v82.hip"
+#if !V54_FORCE
+MOE_MXFP4_VARIANT("v83", gpu, "v82 with the 64-row gate_up's blocks past its last full wave split into K-parts",
+                  "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
+                  "gate_up_weight_scale,down_weight_scale,topk_weights,topk_ids",
+                  ::harness::kVariantMatrix8bit);
+#endif
