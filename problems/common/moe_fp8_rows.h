@@ -1306,63 +1306,14 @@ __device__ __forceinline__ void swiglu_requant_near(float* tile_f, const int* to
 }
 #endif
 
-// A gate_up block's K-part (moe_fp8r2::gate_up_sk, session 22): parts > 1 splits the (column block, tile)'s K into
-// `parts` equal ranges, this block running range `part`; the parts meet in `partials` ([parts][BN x BM floats: the
-// fp32 tile before the tokens' scales, row-major by column], then [parts][BM] row flags) and `count` (arrivals,
-// zeroed by the route), and the last to arrive sums them in part order and runs the epilogue.
-struct SplitK {
-  int parts = 1, part = 0;
-  float* partials = nullptr;
-  int* count = nullptr;
-};
-template <class C>
-constexpr size_t split_k_bytes() {  // bytes a part takes in SplitK::partials
-  return size_t(C::BN * C::BM + C::BM) * 4;
-}
-
-// The K-parts' meeting, with this part's tile in tile_f ([BN][BM + 4], the accumulators times their rows' 2^rref) and
-// its row flags in wflag: both out, a fence, the count; false for every part but the last to arrive. The last: tile_f
-// = the parts' sum in part order (the same bits whichever part arrives last) times the tokens' scales colmul, wflag
-// the parts' union.
-template <class C>
-__device__ inline bool split_k_meet(const SplitK& sk, float* tile_f, const float* colmul, int* wflag) {
-  constexpr int kStride = C::BM + 4, kN = C::BN * C::BM;
-  const int tid = threadIdx.x;
-  int* flags = reinterpret_cast<int*>(sk.partials + size_t(sk.parts) * kN);
-  float* mine = sk.partials + size_t(sk.part) * kN;
-  for (int e = tid; e < kN; e += C::kThreads) __stcg(mine + e, tile_f[(e / C::BM) * kStride + e % C::BM]);
-  for (int r = tid; r < C::BM; r += C::kThreads) __stcg(flags + sk.part * C::BM + r, wflag[r]);
-  __threadfence();  // this thread's part before the count
-  __syncthreads();
-  __shared__ int last;
-  if (tid == 0) last = atomicAdd(sk.count, 1) == sk.parts - 1;
-  __syncthreads();
-  if (!last) return false;
-  __threadfence();  // the other parts' stores (fenced before their counts) before the loads below
-  for (int e = tid; e < kN; e += C::kThreads) {
-    float* at = tile_f + (e / C::BM) * kStride + e % C::BM;
-    float v = sk.part == 0 ? *at : __ldcg(sk.partials + e);
-    for (int q = 1; q < sk.parts; ++q) v += q == sk.part ? *at : __ldcg(sk.partials + size_t(q) * kN + e);
-    *at = v * colmul[e / C::BM];
-  }
-  for (int r = tid; r < C::BM; r += C::kThreads) {
-    int f = 0;
-    for (int q = 0; q < sk.parts; ++q) f |= __ldcg(flags + q * C::BM + r);
-    wflag[r] = f;
-  }
-  __syncthreads();
-  return true;
-}
-
 // The gate_up kernel's work once its tile is known (shared with moe_fp8r2::gate_up): the tile's rows and weight
 // row groups, the mainloop into fp32, the exact fix-up of flagged (row, column) pairs, then SwiGLU, bf16 rounding
 // and requantization into e4m3 values + e8m0 scales. col() gives the block's column block; the shared arrays are
-// the kernel's own. SPLIT (moe_fp8r2::gate_up_sk): sk says whether the block runs a K-part; false when another
-// part finishes the (column block, tile).
-template <class C, int FORCE, bool SPLIT = false, class TileT, class ColF>
-__device__ __forceinline__ bool gate_up_tile(const MoeArgs& a, const Ws& ws, const TileT& tile, ColF col, uint8_t* smem,
+// the kernel's own.
+template <class C, int FORCE, class TileT, class ColF>
+__device__ __forceinline__ void gate_up_tile(const MoeArgs& a, const Ws& ws, const TileT& tile, ColF col, uint8_t* smem,
                                              int* rg, uint32_t* xoff, float* colmul, int* tok, int* xflag, int* wflag,
-                                             int* rref, const SplitK* sk = nullptr) {
+                                             int* rref) {
   const int H = a.cfg.d_hidden, I = a.cfg.d_expert, T = a.cfg.total_top_k, KB = H / 32;
   constexpr int kHalf = C::BM / 2;
   const int n0 = col() * kHalf;
@@ -1388,24 +1339,15 @@ __device__ __forceinline__ bool gate_up_tile(const MoeArgs& a, const Ws& ws, con
   float acc[C::MT][C::NG][4];
   const uint8_t* wq = a.gate_up_weight_shuffled + int64_t(tile.expert) * 2 * I * (H / 2);
   const uint8_t* wsc = a.gate_up_weight_scale + int64_t(tile.expert) * 2 * I * KB;
-  if constexpr (SPLIT) {  // (sk in shared memory: read again after the mainloop, not held in registers through it)
-    const int kbn = KB / sk->parts, kbs = sk->part * kbn;
-    dispatch_cols<C>(nreal, [&](auto n_tag) {
-      run_mainloop<C, decltype(n_tag)::value, FORCE>(wq + int64_t(kbs) * 256, wsc + kbs, ws.p.x8 + int64_t(kbs) * 32, KB,
-                                                     kbn, rg, xoff, smem, acc, rref, wflag);
-    });
-  } else {
-    dispatch_cols<C>(nreal, [&](auto n_tag) {
-      run_mainloop<C, decltype(n_tag)::value, FORCE>(wq, wsc, ws.p.x8, KB, KB, rg, xoff, smem, acc, rref, wflag);
-    });
-  }
+  dispatch_cols<C>(nreal, [&](auto n_tag) {
+    run_mainloop<C, decltype(n_tag)::value, FORCE>(wq, wsc, ws.p.x8, KB, KB, rg, xoff, smem, acc, rref, wflag);
+  });
   // (run_mainloop ends with a barrier: the pipeline buffers become the fp32 tile [BN][BM + 4])
 
   constexpr int kStride = C::BM + 4;
   float* tile_f = reinterpret_cast<float*>(smem);
   const moe_wide16::AccIndex<C> ix;
   bool mine = false;
-  const bool split = SPLIT && sk->parts > 1;  // the K-parts' tile before colmul, then their sum (split_k_meet)
 #pragma unroll
   for (int m = 0; m < C::MT; ++m) {
     float rowmul[2];
@@ -1413,25 +1355,15 @@ __device__ __forceinline__ bool gate_up_tile(const MoeArgs& a, const Ws& ws, con
     for (int h = 0; h < 2; ++h) {
       const int r = ix.row(m, 2 * h);
       rowmul[h] = numerics::exp2_f32(rref[r]);
-      if constexpr (!SPLIT) mine |= wflag[r] != 0;
+      mine |= wflag[r] != 0;
     }
 #pragma unroll
     for (int j = 0; j < C::NG; ++j)
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int c = ix.col(j, i);
-        tile_f[c * kStride + ix.row(m, i)] = acc[m][j][i] * rowmul[i >> 1] * (split ? 1.0f : colmul[c]);
+        tile_f[c * kStride + ix.row(m, i)] = acc[m][j][i] * rowmul[i >> 1] * colmul[c];
       }
-  }
-  if constexpr (SPLIT) {
-    if (split) {
-      __syncthreads();  // the part's tile written
-      if (!split_k_meet<C>(*sk, tile_f, colmul, wflag)) return false;
-    }
-#pragma unroll
-    for (int m = 0; m < C::MT; ++m)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) mine |= wflag[ix.row(m, 2 * h)] != 0;
   }
   if (threadIdx.x < C::BN) mine |= xflag[threadIdx.x] != 0;
   const auto rows = gate_up_exact_rows(a, ws, tile.expert, rg, tok);
@@ -1452,7 +1384,6 @@ __device__ __forceinline__ bool gate_up_tile(const MoeArgs& a, const Ws& ws, con
 #else
   swiglu_requant<C, FORCE>(tile_f, tok, tile.row0, n0, I, ws);
 #endif
-  return true;
 }
 
 // Stage 1. grid (tiles_max, I / (BM / 2)): BM/2 gate + BM/2 up rows x 128 sorted rows, SwiGLU, bf16

@@ -33,16 +33,8 @@ namespace {
 #define MOE_DOWN_QUEUE 0
 #endif
 // ready[]'s ints for tiles_max tiles: the per-tile gate_up counts, then (MOE_DOWN_QUEUE) the queue of finished tiles
-// (-1 = not yet) and its length, then (MOE_GU_SPLIT) the K-parts' arrival counts; reset by the route: counts 0, queue
-// -1, length 0.
-#ifndef MOE_GU_SPLIT  // v83: gate_up's blocks past its last full wave run as MOE_GU_SPLIT K-parts (gate_up_sk)
-#define MOE_GU_SPLIT 0
-#endif
-constexpr int kMaxSplitBlocks = 1024;  // MOE_GU_SPLIT: the K-part counters' slots (a wave holds fewer blocks)
-__host__ __device__ constexpr int ready_split_at(int tiles_max) { return MOE_DOWN_QUEUE ? 2 * tiles_max + 1 : tiles_max; }
-__host__ __device__ constexpr int ready_ints(int tiles_max) {
-  return ready_split_at(tiles_max) + (MOE_GU_SPLIT > 1 ? kMaxSplitBlocks : 0);
-}
+// (-1 = not yet) and its length; reset by the route: counts 0, queue -1, length 0.
+__host__ __device__ constexpr int ready_ints(int tiles_max) { return MOE_DOWN_QUEUE ? 2 * tiles_max + 1 : tiles_max; }
 __host__ __device__ constexpr int ready_reset(int t, int tiles_max) {
   return MOE_DOWN_QUEUE && t >= tiles_max && t < 2 * tiles_max ? -1 : 0;
 }
@@ -62,8 +54,7 @@ struct Ws2 {
 #endif
 };
 
-// split_bytes (MOE_GU_SPLIT): the K-parts' meeting area after the rest (*split: its start).
-inline size_t carve2(const MoeConfig& c, int T, void* base, Ws2* w, size_t split_bytes = 0, float** split = nullptr) {
+inline size_t carve2(const MoeConfig& c, int T, void* base, Ws2* w) {
   moe_fp8r::Ws ws;
   size_t off = moe_fp8r::carve(c, T, base, &ws);
   const moe_pipeline::Sizes s = moe_pipeline::sizes_of(c, T);
@@ -72,8 +63,6 @@ inline size_t carve2(const MoeConfig& c, int T, void* base, Ws2* w, size_t split
   int32_t* rd = base ? reinterpret_cast<int32_t*>(static_cast<char*>(base) + off) : nullptr;
   off += moe_pipeline::align256(ready_ints(int(s.tiles_max)) * sizeof(int32_t));
   if (w) *w = Ws2{ws, tl, rd, 0};
-  if (split) *split = base ? reinterpret_cast<float*>(static_cast<char*>(base) + off) : nullptr;
-  off += moe_pipeline::align256(split_bytes);
   return off;
 }
 
@@ -295,57 +284,6 @@ __global__ __launch_bounds__(C::kThreads, 1) void gate_up(MoeArgs a, Ws2 ws2) {
   }
 }
 
-// gate_up with the blocks past its last full wave split into S K-parts (session 22): grid (I / (BM / 2), tiles_max,
-// S), one block an SM; the real blocks in launch order are (tile, column block), and those from the last multiple of
-// sms on (the ones that would run as a partial wave after the rest, the layer's slowest tiles) run K / S each
-// (moe_fp8r::SplitK, meeting in `partials`: sms x S x split_k_bytes); the other blocks of z > 0 leave at once (they
-// are scheduled after every z = 0 block). The (column block, tile) counts into ready[] once, by its last part.
-template <class C, int FORCE, bool PRO, int S>
-__global__ __launch_bounds__(C::kThreads, 1) void gate_up_sk(MoeArgs a, Ws2 ws2, float* partials, int sms) {
-  const moe_fp8r::Ws& ws = ws2.w;
-  extern __shared__ __align__(128) uint8_t smem[];
-  __shared__ int rg[C::BM / 16];
-  __shared__ uint32_t xoff[C::BN];
-  __shared__ float colmul[C::BN];
-  __shared__ int tok[C::BN];
-  __shared__ int xflag[C::BN];
-  __shared__ int wflag[C::BM];
-  __shared__ int rref[C::BM];
-  const int bt = tile_index<true>(), cb = col_index<true>(), z = int(blockIdx.z);
-  if constexpr (PRO) moe_wg8::dep_wait();  // the prologue's output
-  moe_wg8::dep_release();
-  const int n_tiles = *ws.p.n_tiles;
-  if (bt >= n_tiles) return;
-  const int b = bt * int(gridDim.x) + cb, total = n_tiles * int(gridDim.x), full = total - total % sms;
-  const bool split = b >= full;
-  if (!split && z > 0) return;
-  const TileE tile = tile_of(ws2, bt);
-  auto col = [] { return col_index<true>(); };
-  if (split) {  // the K-part's form (its own instantiation: the whole blocks' loop keeps gate_up's registers)
-    __shared__ moe_fp8r::SplitK sk;
-    if (threadIdx.x == 0)
-      sk = moe_fp8r::SplitK{S, z, partials + size_t(b - full) * S * (moe_fp8r::split_k_bytes<C>() / 4),
-                            ws2.ready + ready_split_at(int(gridDim.y)) + (b - full)};
-    __syncthreads();
-    if (!moe_fp8r::gate_up_tile<C, FORCE, true>(a, ws, tile, col, smem, rg, xoff, colmul, tok, xflag, wflag, rref, &sk))
-      return;  // another K-part finishes this (column block, tile)
-  } else {
-    moe_fp8r::gate_up_tile<C, FORCE>(a, ws, tile, col, smem, rg, xoff, colmul, tok, xflag, wflag, rref);
-  }
-  __threadfence();  // this thread's a8 / as / aflag stores before the tile's count
-  __syncthreads();
-#if MOE_DOWN_QUEUE
-  if (threadIdx.x == 0 && atomicAdd(ws2.ready + bt, 1) == ws2.need - 1 && ws2.queue) {
-    __threadfence();  // as gate_up's
-    const int tiles_max = int(gridDim.y);
-    const int slot = atomicAdd(ws2.ready + 2 * tiles_max, 1);
-    atomicExch(ws2.ready + tiles_max + slot, bt);
-  }
-#else
-  if (threadIdx.x == 0) atomicAdd(ws2.ready + bt, 1);
-#endif
-}
-
 // A down block's tile (route_even's list index) once its gate_up blocks have stored its a8 rows (OVL; else slot
 // itself): the block's thread 0 waits, then a block barrier.
 template <bool OVL>
@@ -470,13 +408,6 @@ __global__ __launch_bounds__(C::kThreads, 1) void down_xr(MoeArgs a, Ws2 ws2, in
   });
 }
 
-// MOE_GU_SPLIT: gate_up_sk's meeting area (a slot of S parts for each block of a partial wave: fewer than the SMs).
-template <class G1>
-inline size_t split_area_bytes() {
-  return MOE_GU_SPLIT > 1 ? size_t(current_device_shape().compute_units) * MOE_GU_SPLIT * moe_fp8r::split_k_bytes<G1>()
-                          : 0;
-}
-
 // The per-column-block down's configuration of G2: its Base where G2 is an XResCfg, else G2.
 template <class C, class = void>
 struct DownOfT {
@@ -529,21 +460,10 @@ void launch(const MoeArgs& a) {
     moe_pipeline::check(hipGetLastError(), "fp8 route");
   }
   constexpr int sm1 = moe_fp8r::gate_up_smem<G1>();
-  if constexpr (OVL && MOE_GU_SPLIT > 1) {
-    constexpr int S = MOE_GU_SPLIT;
-    const int sms = current_device_shape().compute_units;
-    if (sms > kMaxSplitBlocks) throw std::invalid_argument("moe_mxfp4: more SMs than gate_up_sk's counters");
-    float* partials = nullptr;
-    carve2(a.cfg, T, a.workspace, nullptr, split_area_bytes<G1>(), &partials);
-    moe_wg8::allow_smem(gate_up_sk<G1, FORCE, PRO, S>, sm1);
-    moe_rows8::launch_ex(gate_up_sk<G1, FORCE, PRO, S>, dim3(cols1, tiles, S), dim3(G1::kThreads), size_t(sm1), PRO,
-                         "fp8 gate_up (K-parts past the last full wave)", a, ws2, partials, sms);
-  } else if constexpr (OVL) {
-    moe_wg8::allow_smem(gate_up<G1, FORCE, OVL, PRO>, sm1);
+  moe_wg8::allow_smem(gate_up<G1, FORCE, OVL, PRO>, sm1);
+  if constexpr (OVL) {
     moe_rows8::launch_ex(gate_up<G1, FORCE, OVL, PRO>, dim3(cols1, tiles), dim3(G1::kThreads), size_t(sm1), PRO,
                          "fp8 gate_up", a, ws2);
-  }
-  if constexpr (OVL) {
     bool xres = false;
     if constexpr (NS > 0) {
       if (s.I / 32 <= G2::kKBMax) {
@@ -564,8 +484,7 @@ void launch(const MoeArgs& a) {
                            "fp8 down", a, ws2);
     }
   } else {
-    static_assert(NS == 0 && MOE_GU_SPLIT <= 1, "down_xr, gate_up_sk: the overlapped launch chain only");
-    moe_wg8::allow_smem(gate_up<G1, FORCE, OVL, PRO>, sm1);
+    static_assert(NS == 0, "down_xr: the overlapped launch chain only");
     constexpr int sm2 = G2::kPipeBytes;
     moe_wg8::allow_smem(down<G2, FORCE, OVL, PRO>, sm2);
     gate_up<G1, FORCE, OVL, PRO><<<dim3(tiles, cols1), G1::kThreads, sm1>>>(a, ws2);
@@ -595,7 +514,7 @@ struct PathOf {
   static bool applies(const MoeConfig& c) {
     return c.bs * c.n_experts_per_token / c.n_routed_experts > 40 && moe_fp8r::supports(c);
   }
-  static size_t workspace_bytes(const MoeConfig& c) { return carve2(c, A::BN, nullptr, nullptr, split_area_bytes<A>()); }
+  static size_t workspace_bytes(const MoeConfig& c) { return carve2(c, A::BN, nullptr, nullptr); }
   static void launch(const MoeArgs& a) { moe_fp8r2::launch<A, B, OVL, PRO, FORCE, NS>(a); }
 };
 using Path = PathOf<G160s, G160s, true, true>;  // v28 (docs/perf.md, section "moe_mxfp4 v28", call 4 and the final call)

@@ -6,14 +6,12 @@
 // (E33 bs512: the last 3 of 36) finish last; their downs take one column block a block, the layer's end waits on them.
 // d_expert 2048 (activations past shared memory) keeps v81's down.
 // Same products, k order and epilogue: outputs v81's bit for bit. Measurements: docs/perf.md, session 22.
-#ifndef MOE_XR_NS  // v83.hip includes this file with its options and registers itself (V82_BASE_ONLY)
 #define MOE_XR_NS 4
-#endif
 #define MOE_FEW64 1
 #define MOE_DOWN_ZERO_PAD 1
 #define V54_BASE_ONLY 1
 #include "problems/moe_mxfp4/v54.hip"
-#if !V54_FORCE && !defined(V82_BASE_ONLY)
+#if !V54_FORCE
 MOE_MXFP4_VARIANT("v82", gpu,
                   "v81 with the 64-row down's activations resident in shared memory, several column blocks a block",
                   "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
