@@ -1454,6 +1454,25 @@ __device__ __forceinline__ void down_store(const MoeArgs& a, const Ws& ws, const
   }
 }
 
+// A down block's tile columns (threads < BN, then a barrier): activation row offsets, pairs, routing weights and row
+// flags; returns the real columns. Rows past the tile's: its first row, never stored. CGF: the flags read through L2.
+template <class C, bool CGF, class TileT>
+__device__ __forceinline__ int down_rows(const MoeArgs& a, const Ws& ws, const TileT& tile, int I, uint32_t* xoff,
+                                         int* pair, float* weight, int* aflg) {
+  bool real = false;
+  if (threadIdx.x < C::BN) {
+    const int c = threadIdx.x;
+    const int row = tile.row0 + (c < tile.rows ? c : 0);
+    const int p = c < tile.rows ? ws.p.sorted_pair[row] : -1;
+    xoff[c] = uint32_t(row) * uint32_t(I);
+    pair[c] = p;
+    weight[c] = p >= 0 ? a.topk_weights[p] : 0.0f;
+    aflg[c] = p >= 0 && (CGF ? __ldcg(ws.aflag + row) : ws.aflag[row]);
+    real = p >= 0;
+  }
+  return __syncthreads_count(real);
+}
+
 // The down kernel's work once its tile is known (shared with moe_fp8r2::down): the tile's pairs and weights, the
 // mainloop into fp32, the weighted rows into y, the exact fix-up of flagged (row, column) pairs. col() gives the
 // block's column block; CGF / CGD: the row flags / the fix-up's activation rows read through L2.
@@ -1464,18 +1483,7 @@ __device__ __forceinline__ void down_tile(const MoeArgs& a, const Ws& ws, const 
   const int H = a.cfg.d_hidden, I = a.cfg.d_expert, KB = I / 32;
   const int n0 = col() * C::BM;
   for (int i = threadIdx.x; i < C::BM / 16; i += C::kThreads) rg[i] = n0 / 16 + i;
-  bool real = false;
-  if (threadIdx.x < C::BN) {
-    const int c = threadIdx.x;
-    const int row = tile.row0 + (c < tile.rows ? c : 0);  // rows past the tile's: its first row (not stored)
-    const int p = c < tile.rows ? ws.p.sorted_pair[row] : -1;
-    xoff[c] = uint32_t(row) * uint32_t(I);
-    pair[c] = p;
-    weight[c] = p >= 0 ? a.topk_weights[p] : 0.0f;
-    aflg[c] = p >= 0 && (CGF ? __ldcg(ws.aflag + row) : ws.aflag[row]);
-    real = p >= 0;
-  }
-  const int nreal = __syncthreads_count(real);
+  const int nreal = down_rows<C, CGF>(a, ws, tile, I, xoff, pair, weight, aflg);
   float acc[C::MT][C::NG][4];
   const uint8_t* wq = a.down_weight_shuffled + int64_t(tile.expert) * H * (I / 2);
   const uint8_t* wsc = a.down_weight_scale + int64_t(tile.expert) * H * KB;

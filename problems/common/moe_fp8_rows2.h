@@ -366,18 +366,7 @@ __global__ __launch_bounds__(C::kThreads, 1) void down_xr(MoeArgs a, Ws2 ws2, in
   const TileE tile = tile_of(ws2, bt);
   const int H = a.cfg.d_hidden, I = a.cfg.d_expert, KB = I / 32;
   for (int i = threadIdx.x; i < C::BM / 16; i += C::kThreads) rg[i] = i;  // the column block's weights: w + its offset
-  bool real = false;
-  if (threadIdx.x < C::BN) {
-    const int c = threadIdx.x;
-    const int row = tile.row0 + (c < tile.rows ? c : 0);  // rows past the tile's: its first row (not stored)
-    const int p = c < tile.rows ? ws.p.sorted_pair[row] : -1;
-    xoff[c] = uint32_t(row) * uint32_t(I);
-    pair[c] = p;
-    weight[c] = p >= 0 ? a.topk_weights[p] : 0.0f;
-    aflg[c] = p >= 0 && (OVL ? __ldcg(ws.aflag + row) : ws.aflag[row]);
-    real = p >= 0;
-  }
-  const int nreal = __syncthreads_count(real);
+  const int nreal = moe_fp8r::down_rows<C, OVL>(a, ws, tile, I, xoff, pair, weight, aflg);
   const uint8_t* wq = a.down_weight_shuffled + int64_t(tile.expert) * H * (I / 2);
   const uint8_t* wsc = a.down_weight_scale + int64_t(tile.expert) * H * KB;
   const int cb1 = min(H / C::BM, cb0 + ns);
