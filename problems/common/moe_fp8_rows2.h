@@ -359,9 +359,9 @@ __global__ __launch_bounds__(C::kThreads, 1) void down_xr(MoeArgs a, Ws2 ws2, in
   __shared__ int rref[C::BM];
   const int slot = tile_index<OVL>();
   if constexpr (PRO) moe_wg8::dep_release();  // the combine may be scheduled once every down block started
-  if (slot >= *ws.p.n_tiles) return;
   const int ns = slot >= late_from ? 1 : NS, cb0 = col_index<OVL>();
-  if (cb0 % ns != 0) return;  // the group's first block runs it
+  if (cb0 % ns != 0) return;  // the group's first block runs it (decided before any load: these leave at once)
+  if (slot >= *ws.p.n_tiles) return;
   const int bt = down_wait<OVL>(ws2, slot);
   const TileE tile = tile_of(ws2, bt);
   const int H = a.cfg.d_hidden, I = a.cfg.d_expert, KB = I / 32;

@@ -216,10 +216,10 @@ __global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void down_late(MoeArgs 
   moe_wg8::dep_release();  // the combine kernel may be scheduled once every block of this grid started
   const int n_slices = a.cfg.d_hidden / C::BM;
   const int x = int(blockIdx.x) / n_slices, cb = int(blockIdx.x) % n_slices;
+  const int ns = x >= late_from ? 1 : NS;
+  if (cb % ns != 0) return;  // the group's first block runs it (decided before any load: these leave at once)
   const int n_tiles = *ws.p.n_tiles;
   if (x >= n_tiles) return;
-  const int ns = x >= late_from ? 1 : NS;
-  if (cb % ns != 0) return;  // the group's first block runs it
   down_block<C, FORCE>(a, ws, sy, x, n_tiles, cb, min(n_slices, cb + ns));
 }
 
