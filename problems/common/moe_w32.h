@@ -23,7 +23,6 @@
 #pragma once
 #include <algorithm>
 
-#include "problems/common/launch_check.h"
 #include "problems/common/moe_wide27.h"
 
 namespace moe_w32 {
@@ -159,18 +158,22 @@ struct Sync {
   int tiles_max, n_groups;
 };
 
-// A down block's work: slices [s0, s1) of tile n_tiles - 1 - x (x < n_tiles), after its first weight stages are in
-// flight waiting for ready[x] == need.
-template <class C, int FORCE>
-__device__ __forceinline__ void down_block(const MoeArgs& a, const Ws& ws, const Sync& sy, int x, int n_tiles, int s0,
-                                           int s1) {
+template <class C, int FORCE, int FC>
+__global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void down_comb(MoeArgs a, Ws ws, Sync sy, int NS) {
   extern __shared__ __align__(128) uint8_t smem[];
   __shared__ int pair[C::BN];
   __shared__ float weight[C::BN];
   __shared__ int aflg[C::BN];
   __shared__ int wflag[C::BM];
   __shared__ int rref[C::BM];
+  moe_wg8::dep_release();  // the combine kernel may be scheduled once every block of this grid started
+  const int x = int(blockIdx.x) % sy.tiles_max, g = int(blockIdx.x) / sy.tiles_max;  // group-major
+  const int n_tiles = *ws.p.n_tiles;
+  const int H = a.cfg.d_hidden;
+  if (x >= n_tiles) return;
   const Tile tile = ws.p.tiles[n_tiles - 1 - x];
+  const int n_slices = H / C::BM;
+  const int s0 = g * NS, s1 = min(n_slices, s0 + NS);
   int real = 0;
   if (int(threadIdx.x) < C::BN) {
     const int c = threadIdx.x;
@@ -188,39 +191,11 @@ __device__ __forceinline__ void down_block(const MoeArgs& a, const Ws& ws, const
     moe_wide27::down_run<C, decltype(n_tag)::value, FORCE, decltype(wait), true>(a, ws, tile, s0, s1, pair, weight,
                                                                               aflg, rref, wflag, smem, wait);
   });
-}
-
-template <class C, int FORCE, int FC>
-__global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void down_comb(MoeArgs a, Ws ws, Sync sy, int NS) {
-  moe_wg8::dep_release();  // the combine kernel may be scheduled once every block of this grid started
-  const int x = int(blockIdx.x) % sy.tiles_max, g = int(blockIdx.x) / sy.tiles_max;  // group-major
-  const int n_tiles = *ws.p.n_tiles;
-  if (x >= n_tiles) return;
-  const int n_slices = a.cfg.d_hidden / C::BM;
-  const int s0 = g * NS, s1 = min(n_slices, s0 + NS);
-  down_block<C, FORCE>(a, ws, sy, x, n_tiles, s0, s1);
   if constexpr (FC == 4) {
     __threadfence();  // this thread's y stores before the group's count
     __syncthreads();
     if (threadIdx.x == 0) atomicAdd(sy.gcnt + g, 1);
   }
-}
-
-// down_comb (FC 0) with the late tiles apart (session 22, moe_fp8r2::down_xr's rule): grid tiles_max x n_slices,
-// tile-major; tile x's block of slice cb runs NS slices from cb when cb % NS == 0 (the others leave at once), except the
-// tiles from late_from on (their gate_up blocks past gate_up's first wave: they finish last and the layer waits on
-// their downs), whose blocks take one slice each. Tile-major also puts those tiles' blocks last in the grid instead of
-// inside every column group, where they held slots spinning on their tiles.
-template <class C, int FORCE>
-__global__ __launch_bounds__(C::kThreads, C::kMinBlocks) void down_late(MoeArgs a, Ws ws, Sync sy, int NS, int late_from) {
-  moe_wg8::dep_release();  // the combine kernel may be scheduled once every block of this grid started
-  const int n_slices = a.cfg.d_hidden / C::BM;
-  const int x = int(blockIdx.x) / n_slices, cb = int(blockIdx.x) % n_slices;
-  const int ns = x >= late_from ? 1 : NS;
-  if (cb % ns != 0) return;  // the group's first block runs it (decided before any load: these leave at once)
-  const int n_tiles = *ws.p.n_tiles;
-  if (x >= n_tiles) return;
-  down_block<C, FORCE>(a, ws, sy, x, n_tiles, cb, min(n_slices, cb + ns));
 }
 
 // FC 4: the combine as a programmatic dependent of down_comb (released at down's start, so its blocks are scheduled
@@ -239,8 +214,7 @@ inline bool supports(const MoeConfig& c, int bn) { return moe_wide27::supports(c
 // The layer: moe_wide27's quantize_route (zeroes the split-K, ready and group counters), gate_up<G1> (S K-parts,
 // counts per tile), down_comb<G2> (NS slices a block, OVL; FC: the combine inside, else moe_rows8::combine as a
 // dependent launch).
-// LATE (FC 0): down_late instead of down_comb.
-template <class G1, class G2, int S, int NS, int FC, int FORCE = 0, int QT = 1024, bool LATE = false>
+template <class G1, class G2, int S, int NS, int FC, int FORCE = 0, int QT = 1024>
 struct Plan {
   static constexpr int T = G1::BN;
   static_assert(G1::BN == G2::BN, "one tile list");
@@ -292,20 +266,10 @@ struct Plan {
     const int G = n_groups(s);
     const Sync sy{ready, gcnt, int(blocks_y(s)), int(s.tiles_max), G};
     const int sm2 = moe_wide27::down_slices_smem<G2>(int(s.I));
-    if constexpr (LATE) {
-      static_assert(FC == 0, "down_late: the combine after down");
-      auto* dk = down_late<G2, FORCE>;
-      moe_wg8::allow_smem(dk, sm2);
-      // gate_up's grid holds kMinBlocks blocks an SM: the tiles past its first wave's whole tiles finish last.
-      const int late_from = current_device_shape().compute_units * G1::kMinBlocks / int(S * blocks_y(s));
-      moe_rows8::launch_ex(dk, dim3(unsigned(s.tiles_max * (s.H / G2::BM))), dim3(G2::kThreads), size_t(sm2), true,
-                           "w32 down (late tiles apart)", a, ws, sy, NS, late_from);
-    } else {
-      auto* dk = down_comb<G2, FORCE, FC>;
-      moe_wg8::allow_smem(dk, sm2);
-      moe_rows8::launch_ex(dk, dim3(unsigned(int64_t(G) * s.tiles_max)), dim3(G2::kThreads), size_t(sm2), true,
-                           "w32 down", a, ws, sy, NS);
-    }
+    auto* dk = down_comb<G2, FORCE, FC>;
+    moe_wg8::allow_smem(dk, sm2);
+    moe_rows8::launch_ex(dk, dim3(unsigned(int64_t(G) * s.tiles_max)), dim3(G2::kThreads), size_t(sm2), true,
+                         "w32 down", a, ws, sy, NS);
     if constexpr (FC == 0) {
       constexpr int kCombineThreads = 256;
       const int64_t n = int64_t(a.cfg.bs) * a.cfg.d_hidden;

@@ -63,17 +63,12 @@ using moe_v37::G27d;
 // moe_w32::Path's plans (E257 bs512: 1 gate_up part, down NS 4, 256-thread prologue blocks; E33 bs128: 2 parts, NS 2,
 // 1024 threads) with G27d's gate_up; with MOE_FEW64 (v81) E33 bs128's plan runs G64's 64-row tiles instead
 // (MOE_FEW64 gate_up parts, NS 4).
-// MOE_W32_LATE (v84): both plans' downs with the late tiles apart (moe_w32::down_late).
-#if !defined(MOE_W32_LATE)
-#define MOE_W32_LATE false
-#endif
 #if defined(MOE_FEW64)
-using PFew = moe_w32::Plan<moe_v37::G64, moe_v37::G64Down, MOE_FEW64, 4, 0, V37_FORCE, 1024, MOE_W32_LATE>;  // K-parts
+using PFew = moe_w32::Plan<moe_v37::G64, moe_v37::G64Down, MOE_FEW64, 4, 0, V37_FORCE, 1024>;  // MOE_FEW64: K-parts
 #else
-using PFew = moe_w32::Plan<G27d, moe_v37::G27Plan2, 2, 2, 0, V37_FORCE, 1024, MOE_W32_LATE>;
+using PFew = moe_w32::Plan<G27d, moe_v37::G27Plan2, 2, 2, 0, V37_FORCE, 1024>;
 #endif
-using Path32 =
-    moe_w32::PathOf<moe_w32::Plan<G27d, moe_v37::G27Down1, 1, 4, 0, V37_FORCE, 256, MOE_W32_LATE>, PFew>;
+using Path32 = moe_w32::PathOf<moe_w32::Plan<G27d, moe_v37::G27Down1, 1, 4, 0, V37_FORCE, 256>, PFew>;
 // The 64-row path: moe_ws30's (MOE_XR_NS > 0, v82: its down with resident activations, MOE_XR_NS column blocks a block).
 #if defined(MOE_XR_NS)
 using Path64 = moe_ws30::PathXR<MOE_XR_NS, V37_FORCE>;
