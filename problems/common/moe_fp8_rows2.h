@@ -234,13 +234,8 @@ __global__ void combine_dep(const moe_pipeline::YElem* y, int64_t M, int H, int 
   moe_pipeline::combine_rows(y, M, H, total_top_k, out);
 }
 
-#ifndef MOE_TILES_FORWARD  // v85: route_even's list in its own order (the shared expert's tiles last, in gate_up's tail)
-#define MOE_TILES_FORWARD 0
-#endif
-// The block's tile: route_even's list in reverse order (the shared expert's tiles first; MOE_TILES_FORWARD: in order).
-__device__ inline TileE tile_of(const Ws2& ws2, int bt) {
-  return ws2.tiles[MOE_TILES_FORWARD ? bt : *ws2.w.p.n_tiles - 1 - bt];
-}
+// The block's tile: route_even's list in reverse order (the shared expert's tiles first).
+__device__ inline TileE tile_of(const Ws2& ws2, int bt) { return ws2.tiles[*ws2.w.p.n_tiles - 1 - bt]; }
 
 // OVL: the grids are (column blocks, tiles) (a tile's column blocks adjacent in launch order), gate_up
 // releases the dependent launch at its start and counts its finished blocks per tile (ready[bt], after a

@@ -11,7 +11,7 @@
 #define MOE_DOWN_ZERO_PAD 1
 #define V54_BASE_ONLY 1
 #include "problems/moe_mxfp4/v54.hip"
-#if !V54_FORCE && !defined(V82_BASE_ONLY)  // V82_BASE_ONLY: a variant built on v82 registers itself
+#if !V54_FORCE
 MOE_MXFP4_VARIANT("v82", gpu,
                   "v81 with the 64-row down's activations resident in shared memory, several column blocks a block",
                   "hidden_states,gate_up_weight,down_weight,gate_up_weight_shuffled,down_weight_shuffled,"
