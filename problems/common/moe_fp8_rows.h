@@ -291,8 +291,9 @@ struct LoopDist<C, std::void_t<decltype(C::DIST)>> {
 };
 
 // XRes: a configuration whose activations (B) stay in shared memory for the whole K (kXResOff: their offset from the
-// pipeline's base; [8-row group][2 KB 16-byte chunks][8 rows][16 bytes], KB 256 bytes between groups) instead of
-// coming with each stage (kXPer == 0): moe_fp8r2's down_xr (session 22) loads a tile's rows once for several slices.
+// pipeline's base; [8-row group][2 x KB chunks of 16 bytes][8 rows][16 bytes], so KB x 256 bytes from one group to the
+// next) instead of coming with each stage (kXPer == 0): moe_fp8r2's down_xr (session 22) loads a tile's rows once for
+// several column blocks.
 template <class C, class = void>
 struct XRes {
   static constexpr bool value = false;

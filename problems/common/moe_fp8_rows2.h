@@ -373,7 +373,7 @@ __global__ __launch_bounds__(C::kThreads, 1) void down_xr(MoeArgs a, Ws2 ws2, in
   const uint32_t w_bytes = uint32_t(C::BM) * uint32_t(KB) * 16u, s_bytes = uint32_t(C::BM) * uint32_t(KB);
   moe_fp8r::dispatch_cols<C>(nreal, [&](auto n_tag) {
     constexpr int NC = decltype(n_tag)::value;
-    // The tile's NC activation rows, all of K, in the mainloop's B layout (8-row groups 2 KB x 128 bytes apart, the
+    // The tile's NC activation rows, all of K, in the mainloop's B layout (8-row groups 2 x KB x 128 bytes apart, the
     // two 16-byte chunks of a k-block 128 bytes apart): one commit group, before the first mainloop's stages.
     uint8_t* xr = smem + C::kXResOff;
     const int nch = 2 * KB;
