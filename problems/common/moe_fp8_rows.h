@@ -36,7 +36,6 @@
 // bs512 d_expert 512 / 2048; docs/perf.md, section "Session 6, final integration call"); that form is in
 // the commit that removed it from this file.
 #pragma once
-#include <cstddef>
 #include <type_traits>
 #include <utility>
 
@@ -1311,13 +1310,11 @@ __device__ __forceinline__ void swiglu_requant_near(float* tile_f, const int* to
 // The gate_up kernel's work once its tile is known (shared with moe_fp8r2::gate_up): the tile's rows and weight
 // row groups, the mainloop into fp32, the exact fix-up of flagged (row, column) pairs, then SwiGLU, bf16 rounding
 // and requantization into e4m3 values + e8m0 scales. col() gives the block's column block; the shared arrays are
-// the kernel's own. SPLIT > 1 (moe_fp8r2::gate_up_sk): the mainloop runs K part `part` of SPLIT, then merge(acc)
-// either hands the part over (false: the block is done) or returns the parts' sum in acc with rref 0 and wflag the
-// parts' union (true: the epilogue follows). Returns whether this block ran the epilogue.
-template <class C, int FORCE, int SPLIT = 1, class TileT, class ColF, class MergeF = std::nullptr_t>
-__device__ __forceinline__ bool gate_up_tile(const MoeArgs& a, const Ws& ws, const TileT& tile, ColF col, uint8_t* smem,
+// the kernel's own.
+template <class C, int FORCE, class TileT, class ColF>
+__device__ __forceinline__ void gate_up_tile(const MoeArgs& a, const Ws& ws, const TileT& tile, ColF col, uint8_t* smem,
                                              int* rg, uint32_t* xoff, float* colmul, int* tok, int* xflag, int* wflag,
-                                             int* rref, int part = 0, MergeF merge = nullptr) {
+                                             int* rref) {
   const int H = a.cfg.d_hidden, I = a.cfg.d_expert, T = a.cfg.total_top_k, KB = H / 32;
   constexpr int kHalf = C::BM / 2;
   const int n0 = col() * kHalf;
@@ -1330,7 +1327,7 @@ __device__ __forceinline__ bool gate_up_tile(const MoeArgs& a, const Ws& ws, con
     const int c = threadIdx.x;
     const int p = c < tile.rows ? ws.p.sorted_pair[tile.row0 + c] : -1;
     const int token = p >= 0 ? p / T : 0;  // padding rows borrow token 0; never written back
-    xoff[c] = uint32_t(token) * uint32_t(H) + (SPLIT == 1 ? 0u : uint32_t(part * (KB / SPLIT)) * 32u);  // K part's start
+    xoff[c] = uint32_t(token) * uint32_t(H);
     colmul[c] = numerics::exp2_f32(ws.xr[2 * token]);
     tok[c] = p >= 0 ? token : -1;
     xflag[c] = p >= 0 && ws.xr[2 * token + 1];
@@ -1343,18 +1340,9 @@ __device__ __forceinline__ bool gate_up_tile(const MoeArgs& a, const Ws& ws, con
   float acc[C::MT][C::NG][4];
   const uint8_t* wq = a.gate_up_weight_shuffled + int64_t(tile.expert) * 2 * I * (H / 2);
   const uint8_t* wsc = a.gate_up_weight_scale + int64_t(tile.expert) * 2 * I * KB;
-  if constexpr (SPLIT == 1) {
-    dispatch_cols<C>(nreal, [&](auto n_tag) {
-      run_mainloop<C, decltype(n_tag)::value, FORCE>(wq, wsc, ws.p.x8, KB, KB, rg, xoff, smem, acc, rref, wflag);
-    });
-  } else {
-    const int KBp = KB / SPLIT, kb0 = part * KBp;
-    dispatch_cols<C>(nreal, [&](auto n_tag) {
-      run_mainloop<C, decltype(n_tag)::value, FORCE>(wq + int64_t(kb0) * 256, wsc + kb0, ws.p.x8, KB, KBp, rg, xoff, smem,
-                                                     acc, rref, wflag);  // (xoff holds the activations' k offset)
-    });
-    if (!merge(acc)) return false;
-  }
+  dispatch_cols<C>(nreal, [&](auto n_tag) {
+    run_mainloop<C, decltype(n_tag)::value, FORCE>(wq, wsc, ws.p.x8, KB, KB, rg, xoff, smem, acc, rref, wflag);
+  });
   // (run_mainloop ends with a barrier: the pipeline buffers become the fp32 tile [BN][BM + 4])
 
   constexpr int kStride = C::BM + 4;
@@ -1397,7 +1385,6 @@ __device__ __forceinline__ bool gate_up_tile(const MoeArgs& a, const Ws& ws, con
 #else
   swiglu_requant<C, FORCE>(tile_f, tok, tile.row0, n0, I, ws);
 #endif
-  return true;
 }
 
 // Stage 1. grid (tiles_max, I / (BM / 2)): BM/2 gate + BM/2 up rows x 128 sorted rows, SwiGLU, bf16

@@ -66,40 +66,6 @@ inline size_t carve2(const MoeConfig& c, int T, void* base, Ws2* w) {
   return off;
 }
 
-// gate_up_sk's workspace past Ws2's (session 23): per (tile, column block) pair, SPLIT slots of a block's fp32 sums
-// (each thread's accumulators as MT x NG float4s, [float4][thread], the rows' references applied) and row flags, and
-// the pair's count (arrivals + 64 x parts published), zeroed by the prologue (or a memset without it).
-struct Ws2S : Ws2 {
-  float4* parts;
-  int32_t* pflags;
-  int32_t* pcount;
-  int pairs;
-};
-
-template <class C, int SPLIT>
-inline size_t carve2s(const MoeConfig& c, void* base, Ws2S* w) {
-  Ws2 w2;
-  size_t off = carve2(c, C::BN, base, &w2);
-  const moe_pipeline::Sizes s = moe_pipeline::sizes_of(c, C::BN);
-  const int64_t pairs = s.tiles_max * (s.I / (C::BM / 2));
-  auto take = [&](size_t bytes) {
-    void* p = base ? static_cast<char*>(base) + off : nullptr;
-    off += moe_pipeline::align256(bytes);
-    return p;
-  };
-  auto* parts = static_cast<float4*>(take(size_t(pairs) * SPLIT * C::MT * C::NG * C::kThreads * sizeof(float4)));
-  auto* pflags = static_cast<int32_t*>(take(size_t(pairs) * SPLIT * C::BM * sizeof(int32_t)));
-  auto* pcount = static_cast<int32_t*>(take(size_t(pairs) * sizeof(int32_t)));
-  if (w) {
-    *static_cast<Ws2*>(w) = w2;
-    w->parts = parts;
-    w->pflags = pflags;
-    w->pcount = pcount;
-    w->pairs = int(pairs);
-  }
-  return off;
-}
-
 #if defined(MOE_WG8_HOST)
 using moe_fp8r::kLanes;
 
@@ -208,15 +174,12 @@ __global__ void route_even(const int32_t* topk_ids, int P, int E, int T, int row
 // quantize a token a 256-thread group (moe_fp8r::quantize_hidden's code, FORCE 0), the last block runs
 // route_even (which needs blockDim >= E), so the single-block route overlaps the quantizer. Releases the
 // dependent launch (gate_up) at its start.
-// SK: the quantizer blocks also zero gate_up_sk's pair counts (pcount[pairs]).
 constexpr int kQGroups = 4, kQThreads = 256;
-template <bool SK = false>
 __global__ __launch_bounds__(kQGroups * kQThreads) void prologue(const uint16_t* hidden, int M, int H, uint8_t* x8,
                                                                  uint8_t* xs, int32_t* xr, int32_t* aflag,
                                                                  const int32_t* topk_ids, int P, int E, int T,
                                                                  int rows_max, int32_t* sorted_pair, TileE* tiles,
-                                                                 int32_t* n_tiles, int32_t* ready, int tiles_max,
-                                                                 int32_t* pcount, int pairs) {
+                                                                 int32_t* n_tiles, int32_t* ready, int tiles_max) {
   extern __shared__ int smem_route[];
   moe_wg8::dep_release();
   const int nqb = (M + kQGroups - 1) / kQGroups;
@@ -230,8 +193,6 @@ __global__ __launch_bounds__(kQGroups * kQThreads) void prologue(const uint16_t*
   const int t = blockIdx.x * kQGroups + grp, n8 = H / 8;
   const bool valid = t < M;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < rows_max; i += nqb * blockDim.x) aflag[i] = 0;
-  if constexpr (SK)
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < pairs; i += nqb * blockDim.x) pcount[i] = 0;
   const uint16_t* hrow = hidden + int64_t(valid ? t : 0) * H;
   moe_fp8r::TokenHeld cw[kMaxJ];
   int s[kMaxJ];
@@ -267,13 +228,6 @@ __global__ __launch_bounds__(kQGroups * kQThreads) void prologue(const uint16_t*
   }
 }
 
-// Without the prologue (the forced fix-up's launch chain): gate_up_sk's pair counts zeroed.
-template <int = 0>  // a template: emitted only where a split path instantiates it
-__global__ void zero_counts(int32_t* p, int n) {
-  const int i = int(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i < n) p[i] = 0;
-}
-
 // PRO: the combine (moe_pipeline's, same order) as a programmatic dependent of down.
 __global__ void combine_dep(const moe_pipeline::YElem* y, int64_t M, int H, int total_top_k, uint16_t* out) {
   moe_wg8::dep_wait();
@@ -291,25 +245,6 @@ template <bool OVL>
 __device__ inline int tile_index() { return OVL ? int(blockIdx.y) : int(blockIdx.x); }
 template <bool OVL>
 __device__ inline int col_index() { return OVL ? int(blockIdx.x) : int(blockIdx.y); }
-
-// OVL: a gate_up block of tile bt is done (its a8 / as / aflag stored): the tile's count, and with the queue the tile's
-// entry once its last block is done.
-__device__ __forceinline__ void count_done(const Ws2& ws2, int bt) {
-  __threadfence();  // this thread's a8 / as / aflag stores before the tile's count
-  __syncthreads();
-#if MOE_DOWN_QUEUE
-  if (threadIdx.x == 0 && atomicAdd(ws2.ready + bt, 1) == ws2.need - 1 && ws2.queue) {
-    // The tile's last gate_up block: the fence orders the other blocks' stores (fenced before their counts, which
-    // this block's count observed) before the queue entry that down's acquire load reads.
-    __threadfence();
-    const int tiles_max = int(gridDim.y);
-    const int slot = atomicAdd(ws2.ready + 2 * tiles_max, 1);
-    atomicExch(ws2.ready + tiles_max + slot, bt);
-  }
-#else
-  if (threadIdx.x == 0) atomicAdd(ws2.ready + bt, 1);
-#endif
-}
 
 // Stage 1. grid (tiles_max, I / (BM / 2)): BM/2 gate + BM/2 up rows x BN sorted rows, SwiGLU, bf16
 // rounding, dynamic MXFP4 requantization into e4m3 a (position order, reference 0).
@@ -331,109 +266,22 @@ __global__ __launch_bounds__(C::kThreads, 1) void gate_up(MoeArgs a, Ws2 ws2) {
   const TileE tile = tile_of(ws2, bt);
   moe_fp8r::gate_up_tile<C, FORCE>(a, ws, tile, [] { return col_index<OVL>(); }, smem, rg, xoff, colmul, tok, xflag, wflag,
                                   rref);
-  if constexpr (OVL) count_done(ws2, bt);
-}
-
-// Split-K gate_up's meeting (SPLIT parts of a (tile, column block) pair, one block each): the part's sums with its
-// rows' references applied; every part but the last to arrive stores them and its row flags in its slot and leaves
-// (false); the last waits until the others have published, sums the parts in part order (the same sums whichever
-// arrives last) and carries on with acc = the sum, rref 0 and wflag the parts' union (true).
-// The block's part and pair come from its indices (recomputed here: nothing more lives across the mainloop).
-template <class C, int SPLIT>
-__device__ __forceinline__ bool split_merge(const Ws2S& ws2, float (&acc)[C::MT][C::NG][4], int* rref, int* wflag,
-                                            int& arrived) {
-  constexpr int kV = C::MT * C::NG;  // float4s a thread
-  const moe_wide16::AccIndex<C> ix;
-  const int tid = int(threadIdx.x), part = int(blockIdx.x) % SPLIT;
-  const int pair = int(blockIdx.y) * int(gridDim.x / SPLIT) + int(blockIdx.x) / SPLIT;
-#pragma unroll
-  for (int m = 0; m < C::MT; ++m) {
-    const float r0 = numerics::exp2_f32(rref[ix.row(m, 0)]), r1 = numerics::exp2_f32(rref[ix.row(m, 2)]);
-#pragma unroll
-    for (int j = 0; j < C::NG; ++j) {
-      acc[m][j][0] *= r0;
-      acc[m][j][1] *= r0;
-      acc[m][j][2] *= r1;
-      acc[m][j][3] *= r1;
-    }
-  }
-  int32_t* cnt = ws2.pcount + pair;
-  if (tid == 0) arrived = atomicAdd(cnt, 1);
-  __syncthreads();  // also: every thread has read rref
-  float4* slots = ws2.parts + size_t(pair) * SPLIT * kV * C::kThreads + tid;
-  int32_t* flags = ws2.pflags + size_t(pair) * SPLIT * C::BM;
-  if ((arrived & 63) < SPLIT - 1) {
-#pragma unroll
-    for (int m = 0; m < C::MT; ++m)
-#pragma unroll
-      for (int j = 0; j < C::NG; ++j)
-        __stcg(slots + (size_t(part) * kV + m * C::NG + j) * C::kThreads,
-               make_float4(acc[m][j][0], acc[m][j][1], acc[m][j][2], acc[m][j][3]));
-    for (int r = tid; r < C::BM; r += C::kThreads) flags[part * C::BM + r] = wflag[r];
-    __threadfence();
+  if constexpr (OVL) {
+    __threadfence();  // this thread's a8 / as / aflag stores before the tile's count
     __syncthreads();
-    if (tid == 0) atomicAdd(cnt, 64);
-    return false;
-  }
-  if (tid == 0)
-    while (moe_wg8::ld_acquire_gpu(cnt) < SPLIT + 64 * (SPLIT - 1)) __nanosleep(64);
-  __syncthreads();
-#pragma unroll
-  for (int m = 0; m < C::MT; ++m)
-#pragma unroll
-    for (int j = 0; j < C::NG; ++j) {
-      const float4 own = make_float4(acc[m][j][0], acc[m][j][1], acc[m][j][2], acc[m][j][3]);
-      float4 sum = part == 0 ? own : __ldcg(slots + size_t(m * C::NG + j) * C::kThreads);
-#pragma unroll
-      for (int p = 1; p < SPLIT; ++p) {
-        const float4 v = p == part ? own : __ldcg(slots + (size_t(p) * kV + m * C::NG + j) * C::kThreads);
-        sum.x += v.x;
-        sum.y += v.y;
-        sum.z += v.z;
-        sum.w += v.w;
-      }
-      acc[m][j][0] = sum.x;
-      acc[m][j][1] = sum.y;
-      acc[m][j][2] = sum.z;
-      acc[m][j][3] = sum.w;
+#if MOE_DOWN_QUEUE
+    if (threadIdx.x == 0 && atomicAdd(ws2.ready + bt, 1) == ws2.need - 1 && ws2.queue) {
+      // The tile's last gate_up block: the fence orders the other blocks' stores (fenced before their counts, which
+      // this block's count observed) before the queue entry that down's acquire load reads.
+      __threadfence();
+      const int tiles_max = int(gridDim.y);
+      const int slot = atomicAdd(ws2.ready + 2 * tiles_max, 1);
+      atomicExch(ws2.ready + tiles_max + slot, bt);
     }
-  for (int r = tid; r < C::BM; r += C::kThreads) {
-    int f = wflag[r];
-#pragma unroll
-    for (int p = 0; p < SPLIT; ++p)
-      if (p != part) f |= __ldcg(flags + p * C::BM + r);
-    wflag[r] = f;
-    rref[r] = 0;
+#else
+    if (threadIdx.x == 0) atomicAdd(ws2.ready + bt, 1);
+#endif
   }
-  __syncthreads();
-  return true;
-}
-
-// Stage 1 with K split in SPLIT parts (session 23): grid (column blocks x SPLIT, tiles), the parts of a column block
-// adjacent in launch order; each part runs gate_up's mainloop over its K / SPLIT, the last to finish sums them
-// (split_merge) and runs gate_up's epilogue and count. The overlapped launch chain only (OVL).
-template <class C, int FORCE, bool PRO, int SPLIT>
-__global__ __launch_bounds__(C::kThreads, 1) void gate_up_sk(MoeArgs a, Ws2S ws2) {
-  const moe_fp8r::Ws& ws = ws2.w;
-  extern __shared__ __align__(128) uint8_t smem[];
-  __shared__ int rg[C::BM / 16];
-  __shared__ uint32_t xoff[C::BN];
-  __shared__ float colmul[C::BN];
-  __shared__ int tok[C::BN];
-  __shared__ int xflag[C::BN];
-  __shared__ int wflag[C::BM];
-  __shared__ int rref[C::BM];
-  __shared__ int arrived;
-  const int bt = int(blockIdx.y);
-  if constexpr (PRO) moe_wg8::dep_wait();  // the prologue's output
-  moe_wg8::dep_release();
-  if (bt >= *ws.p.n_tiles) return;
-  const TileE tile = tile_of(ws2, bt);
-  const bool merged = moe_fp8r::gate_up_tile<C, FORCE, SPLIT>(
-      a, ws, tile, [] { return int(blockIdx.x) / SPLIT; }, smem, rg, xoff, colmul, tok, xflag, wflag, rref,
-      int(blockIdx.x) % SPLIT,
-      [&](float (&acc)[C::MT][C::NG][4]) { return split_merge<C, SPLIT>(ws2, acc, rref, wflag, arrived); });
-  if (merged) count_done(ws2, bt);
 }
 
 // A down block's tile (route_even's list index) once its gate_up blocks have stored its a8 rows (OVL; else slot
@@ -561,36 +409,22 @@ struct DownOfT<C, std::void_t<typename C::Base>> {
 template <class C>
 using DownOf = typename DownOfT<C>::type;
 
-// The layer's workspace bytes: carve2's, and gate_up_sk's slots with SPLIT > 1.
-template <class G1, int SPLIT>
-size_t workspace_of(const MoeConfig& c) {
-  return SPLIT > 1 ? carve2s<G1, SPLIT>(c, nullptr, nullptr) : carve2(c, G1::BN, nullptr, nullptr);
-}
-
 // The whole layer: moe_fp8r's quantizer, route_even (tiles of up to BN rows), gate_up, down, moe_pipeline's combine.
 // NS > 0 (OVL only): down_xr with NS column blocks a block where d_expert fits G2's resident activations (G2 an
-// XResCfg), else down. SPLIT > 1 (OVL only): gate_up_sk with K in SPLIT parts where down_xr runs (SPLIT_ALL: on every
-// shape whose k-blocks split evenly into whole stages).
-template <class G1, class G2, bool OVL, bool PRO = false, int FORCE = 0, int NS = 0, int SPLIT = 1, bool SPLIT_ALL = false>
+// XResCfg), else down.
+template <class G1, class G2, bool OVL, bool PRO = false, int FORCE = 0, int NS = 0>
 void launch(const MoeArgs& a) {
   static_assert(G1::BN == G2::BN, "one tile list");
   static_assert(!PRO || (OVL && FORCE == 0), "PRO: the overlapped form, no forced fix-up");
-  static_assert(SPLIT == 1 || (OVL && SPLIT < 64), "split K: the overlapped form; arrivals counted in 6 bits");
   constexpr int T = G1::BN;
-  if (a.workspace_size < workspace_of<G1, SPLIT>(a.cfg))
-    throw std::invalid_argument("moe_mxfp4: workspace too small");
+  if (a.workspace_size < carve2(a.cfg, T, nullptr, nullptr)) throw std::invalid_argument("moe_mxfp4: workspace too small");
   if (!moe_fp8r::supports(a.cfg)) throw std::invalid_argument("moe_mxfp4: shape not supported by the fp8 kernels");
-  Ws2S ws2s{};
-  if constexpr (SPLIT > 1) carve2s<G1, SPLIT>(a.cfg, a.workspace, &ws2s);
-  else carve2(a.cfg, T, a.workspace, &ws2s);
-  Ws2& ws2 = ws2s;
+  Ws2 ws2;
+  carve2(a.cfg, T, a.workspace, &ws2);
   const moe_fp8r::Ws& ws = ws2.w;
   const moe_pipeline::Sizes s = moe_pipeline::sizes_of(a.cfg, T);
   const unsigned cols1 = unsigned(s.I / (G1::BM / 2)), cols2 = unsigned(s.H / G2::BM), tiles = unsigned(s.tiles_max);
   ws2.need = int(cols1);
-  bool xres_fits = false;
-  if constexpr (NS > 0) xres_fits = s.I / 32 <= G2::kKBMax;
-  const bool split = SPLIT > 1 && (SPLIT_ALL || xres_fits) && (s.H / 32) % (SPLIT * G1::KS) == 0;
 #if MOE_DOWN_QUEUE
   // The queue pays where gate_up's grid (its tile bound) is at most two waves: its first-wave tiles then finish in an
   // order unrelated to the tile order, and down blocks in tile order wait on the slowest (docs/perf.md, v52).
@@ -601,13 +435,10 @@ void launch(const MoeArgs& a) {
   if constexpr (PRO) {
     static_assert(kQGroups * kQThreads == kRouteThreads, "the route block's size");
     const unsigned nqb = unsigned((s.M + kQGroups - 1) / kQGroups);
-    auto* pro = prologue<false>;
-    if constexpr (SPLIT > 1)
-      if (split) pro = prologue<true>;
-    pro<<<nqb + 1, kRouteThreads, route_smem>>>(a.hidden_states, int(s.M), int(s.H), ws.p.x8, ws.p.xs, ws.xr, ws.aflag,
-                                                a.topk_ids, int(s.P), int(s.E), T, int(s.rows_max), ws.p.sorted_pair,
-                                                ws2.tiles, ws.p.n_tiles, ws2.ready, int(s.tiles_max), ws2s.pcount,
-                                                ws2s.pairs);
+    prologue<<<nqb + 1, kRouteThreads, route_smem>>>(a.hidden_states, int(s.M), int(s.H), ws.p.x8, ws.p.xs, ws.xr,
+                                                     ws.aflag, a.topk_ids, int(s.P), int(s.E), T, int(s.rows_max),
+                                                     ws.p.sorted_pair, ws2.tiles, ws.p.n_tiles, ws2.ready,
+                                                     int(s.tiles_max));
     moe_pipeline::check(hipGetLastError(), "fp8 prologue");
   } else {
     moe_fp8r::quantize_hidden<FORCE><<<unsigned(s.M), 256>>>(a.hidden_states, int(s.H), ws.p.x8, ws.p.xs, ws.xr,
@@ -616,27 +447,15 @@ void launch(const MoeArgs& a) {
     route_even<<<1, kRouteThreads, route_smem>>>(a.topk_ids, int(s.P), int(s.E), T, int(s.rows_max), ws.p.sorted_pair,
                                                  ws2.tiles, ws.p.n_tiles, ws2.ready, int(s.tiles_max));
     moe_pipeline::check(hipGetLastError(), "fp8 route");
-    if (split) {
-      zero_counts<><<<unsigned((ws2s.pairs + 255) / 256), 256>>>(ws2s.pcount, ws2s.pairs);
-      moe_pipeline::check(hipGetLastError(), "fp8 pair counts");
-    }
   }
   constexpr int sm1 = moe_fp8r::gate_up_smem<G1>();
   moe_wg8::allow_smem(gate_up<G1, FORCE, OVL, PRO>, sm1);
   if constexpr (OVL) {
-    if constexpr (SPLIT > 1) {
-      if (split) {
-        moe_wg8::allow_smem(gate_up_sk<G1, FORCE, PRO, SPLIT>, sm1);
-        moe_rows8::launch_ex(gate_up_sk<G1, FORCE, PRO, SPLIT>, dim3(cols1 * SPLIT, tiles), dim3(G1::kThreads),
-                             size_t(sm1), PRO, "fp8 gate_up (split K)", a, ws2s);
-      }
-    }
-    if (!split)
-      moe_rows8::launch_ex(gate_up<G1, FORCE, OVL, PRO>, dim3(cols1, tiles), dim3(G1::kThreads), size_t(sm1), PRO,
-                           "fp8 gate_up", a, ws2);
+    moe_rows8::launch_ex(gate_up<G1, FORCE, OVL, PRO>, dim3(cols1, tiles), dim3(G1::kThreads), size_t(sm1), PRO,
+                         "fp8 gate_up", a, ws2);
     bool xres = false;
     if constexpr (NS > 0) {
-      if (xres_fits) {
+      if (s.I / 32 <= G2::kKBMax) {
         constexpr int sm2 = G2::kSmemBytes;
         moe_wg8::allow_smem(down_xr<G2, FORCE, OVL, PRO, NS>, sm2);
         // gate_up runs one block an SM: the tiles past the first wave's whole tiles finish last.
@@ -679,13 +498,13 @@ void launch(const MoeArgs& a) {
 using G160s = Cfg<8, 2, 4, 5, 2, true, 160>;
 
 // The path as one unit for a composed variant: the 64-row shapes of v20 (bs x k / routed > 40).
-template <class A, class B, bool OVL, bool PRO = false, int FORCE = 0, int NS = 0, int SPLIT = 1, bool SPLIT_ALL = false>
+template <class A, class B, bool OVL, bool PRO = false, int FORCE = 0, int NS = 0>
 struct PathOf {
   static bool applies(const MoeConfig& c) {
     return c.bs * c.n_experts_per_token / c.n_routed_experts > 40 && moe_fp8r::supports(c);
   }
-  static size_t workspace_bytes(const MoeConfig& c) { return workspace_of<A, SPLIT>(c); }
-  static void launch(const MoeArgs& a) { moe_fp8r2::launch<A, B, OVL, PRO, FORCE, NS, SPLIT, SPLIT_ALL>(a); }
+  static size_t workspace_bytes(const MoeConfig& c) { return carve2(c, A::BN, nullptr, nullptr); }
+  static void launch(const MoeArgs& a) { moe_fp8r2::launch<A, B, OVL, PRO, FORCE, NS>(a); }
 };
 using Path = PathOf<G160s, G160s, true, true>;  // v28 (docs/perf.md, section "moe_mxfp4 v28", call 4 and the final call)
 #endif  // MOE_WG8_HOST
