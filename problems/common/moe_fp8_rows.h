@@ -195,10 +195,10 @@ constexpr uint32_t kT1 = 0x4C484440u | 0x80808080u;  // 2, 3, 4, 6 (| 0x80)
 constexpr uint32_t kK0 = 0x08080800u, kK1 = 0x08080808u;  // + d per exponent step (bytes of normal values)
 
 // acc[0 .. N/8) (+)= A (64 x 32 e4m3, registers) x B (32 x N e4m3, shared memory at desc); acc has NG >= N / 8
-// groups. N: 8 .. 64 in steps of 8 (moe_wide27's small tiles), 128, 160 (moe_fp8r2's 160-row tiles), 176 (v87).
+// groups. N: 8 .. 64 in steps of 8 (moe_wide27's small tiles), 128, 160 (moe_fp8r2's 160-row tiles).
 template <int N, int NG>
 __device__ __forceinline__ void wgmma_e4m3(float (&d)[NG][4], const uint32_t (&a)[4], uint64_t desc) {
-  static_assert(N % 8 == 0 && N <= 8 * NG && (N <= 64 || N == 128 || N == 160 || N == 176), "wgmma N");
+  static_assert(N % 8 == 0 && N <= 8 * NG && (N <= 64 || N == 128 || N == 160), "wgmma N");
   if constexpr (N == 8) {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
@@ -268,13 +268,6 @@ __device__ __forceinline__ void wgmma_e4m3(float (&d)[NG][4], const uint32_t (&a
         "wgmma.mma_async.sync.aligned.m64n160k32.f32.e4m3.e4m3 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79}, "
         "{%80,%81,%82,%83}, %84, p, 1, 1;\n}\n"
         : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]), "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
-  } else if constexpr (N == 176) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %93, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n176k32.f32.e4m3.e4m3 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87}, "
-        "{%88,%89,%90,%91}, %92, p, 1, 1;\n}\n"
-        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]), "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]), "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
   }
 }
@@ -376,12 +369,9 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
   auto xrow_of = [&](int i) { return (i / (8 * C::kXChunks)) * 8 + i % 8; };
   auto xch_of = [&](int i) { return (i / 8) % C::kXChunks; };
 #pragma unroll
-  // kXPartial: BN x kXChunks is not a multiple of the threads (v87's 176 rows): the last copy's chunks past the tile's
-  // rows are skipped.
-  constexpr bool kXPartial = C::kXPer > 0 && C::BN * C::kXChunks % C::kThreads != 0;
   for (int n = 0; n < C::kXPer; ++n) {
     const int i = tid + n * C::kThreads;
-    xoff[n] = xoff_row[kXPartial ? min(xrow_of(i), C::BN - 1) : xrow_of(i)] + uint32_t(xch_of(i)) * 16u;
+    xoff[n] = xoff_row[xrow_of(i)] + uint32_t(xch_of(i)) * 16u;
   }
 
   // Copies of a stage: W (kWPer), X (kXPer, rows < NCOLS), S (1), in KS portions (P < 0: all).
@@ -401,7 +391,7 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
     for (int n = 0; n < C::kXPer; ++n) {
       if (P >= 0 && (C::kWPer + n) / kPortion != P) continue;
       const int i = tid + n * C::kThreads, c = xrow_of(i);
-      if ((NCOLS == C::BN && !kXPartial) || c < NCOLS)
+      if (NCOLS == C::BN || c < NCOLS)
         cp_async<16>(st + C::kX + (c / 8) * C::kSBO + xch_of(i) * 128 + (c % 8) * 16, xb + xoff[n]);
     }
     if ((P < 0 || (C::kWPer + C::kXPer) / kPortion == P) && (C::BM == C::kThreads || tid < C::BM))
@@ -832,10 +822,7 @@ __device__ inline void dispatch_cols(int rows, F&& f) {
   if (rows <= 64) f(std::integral_constant<int, 64>{});
   else if constexpr (C::BN <= 128) f(std::integral_constant<int, 128>{});
   else if (rows <= 128) f(std::integral_constant<int, 128>{});
-  else if constexpr (C::BN > 160) {  // v87's 176-row tiles: N 160 up to 160 rows
-    if (rows <= 160) f(std::integral_constant<int, 160>{});
-    else f(std::integral_constant<int, C::BN>{});
-  } else f(std::integral_constant<int, C::BN>{});
+  else f(std::integral_constant<int, C::BN>{});
 }
 
 template <class C>

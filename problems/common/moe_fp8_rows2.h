@@ -84,11 +84,11 @@ struct Cfg {
   static constexpr int kStageBytes = kX + BN * KS * 32;
   static constexpr int kPipeBytes = STAGES * kStageBytes;
   static constexpr int kWPer = BM * KS / kThreads;
-  static constexpr int kXPer = (BN * kXChunks + kThreads - 1) / kThreads;  // the last one partial where BN needs it
+  static constexpr int kXPer = BN * kXChunks / kThreads;
   static_assert(WM % 4 == 0 && (BM == kThreads || BM * 2 == kThreads), "whole warpgroups, one scale row a thread");
   static_assert(KS % NB == 0 && (KS == 8 || KS == 4), "a scale row slice is one 8- or 4-byte copy");
   static_assert(BN % 8 == 0 && BN >= 128 && BN <= kThreads, "one setup row a thread");
-  static_assert(BM * KS % kThreads == 0 && BN * kXChunks % (8 * kXChunks) == 0, "copy split");
+  static_assert(BM * KS % kThreads == 0 && BN * kXChunks % kThreads == 0, "copy split");
   static_assert(kPipeBytes + 5 * 1024 <= 227 * 1024, "shared memory");
 };
 

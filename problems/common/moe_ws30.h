@@ -41,11 +41,6 @@ using Path = PathOf<G160w, G160w>;
 using G160xr = moe_fp8r2::XResCfg<G160w, 16>;
 template <int NS, int FORCE = 0>
 using PathXR = PathOf<G160w, G160xr, FORCE, NS>;
-// v87 (session 23): tiles of up to 176 rows (wgmma N 176; E33 bs512's shared expert 3 tiles instead of 4).
-template <bool PF>
-using G176w = Cfg<8, 2, 4, 4, PF, 176>;
-template <int NS, int FORCE = 0, bool PF = true>
-using PathXR176 = PathOf<G176w<PF>, moe_fp8r2::XResCfg<G176w<PF>, 16>, FORCE, NS>;
 #endif  // MOE_WG8_HOST
 
 }  // namespace
