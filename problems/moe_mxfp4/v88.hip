@@ -6,7 +6,9 @@
 #ifndef MOE_XR_APART  // v88b.hip: copies two stages ahead (with the drain at each stage barrier)
 #define MOE_XR_APART 1
 #endif
+#ifndef MOE_XR_NS  // v88c.hip: 7 column blocks a block
 #define MOE_XR_NS 4
+#endif
 #define MOE_FEW64 1
 #define MOE_DOWN_ZERO_PAD 1
 #ifndef V54_FORCE
