@@ -335,13 +335,10 @@ __device__ inline void cp_async16_ef(void* smem_dst, const void* gmem_src, uint6
 // x + xoff_row[c]) over K = 32 KBp (KB: the row's k-blocks, KBp: this split-K part's). lo[m][h]: the window's
 // first scale byte of row g + 8 h of group m (from the first stage); chk[m][h]: the largest b - lo seen (the row is
 // exact while <= 11).
-// PRE (XRes configurations only): the first LoopDist stages were issued and committed by the caller
-// (issue_first_stages, below: moe_fp8r2::down_xr's next column block during the current one's epilogue).
-template <class C, int NCOLS, bool PRE = false>
+template <class C, int NCOLS>
 __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint8_t* x, int KB, int KBp, const int* rg,
                                 const uint32_t* xoff_row, uint8_t* smem, float (&acc)[C::MT][C::NG][4],
                                 int (&lo)[C::MT][2], uint32_t (&chk)[C::MT][2]) {
-  static_assert(!PRE || XRes<C>::value, "issued first stages: weights and scales only");
 #pragma unroll
   for (int m = 0; m < C::MT; ++m) {
 #pragma unroll
@@ -474,12 +471,10 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
   constexpr int kDist = LoopDist<C>::value;
   static_assert(kDist >= 1 && kDist <= C::STAGES - 1 && (kDist == C::STAGES - 1 || C::NB - 1 <= C::KS),
                 "copy distance; without the drain the groups in flight at a stage barrier must be the last stage's");
-  if constexpr (!PRE) {
 #pragma unroll
-    for (int s = 0; s < kDist; ++s) {
-      if (s < nk) load_part(std::integral_constant<int, -1>{}, s, s * C::KS);
-      cp_commit();
-    }
+  for (int s = 0; s < kDist; ++s) {
+    if (s < nk) load_part(std::integral_constant<int, -1>{}, s, s * C::KS);
+    cp_commit();
   }
   for (int ks = 0; ks < nk; ++ks) {
     cp_wait<kDist - 1>();  // this thread's copies of stage ks landed
@@ -528,41 +523,15 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
 #endif
 }
 
-// The first LoopDist stages of an XRes mainloop over (w, wsc) (its weights and scales: the same copies, slots and commit
-// groups as mainloop's own first stages), for mainloop<..., PRE = true>.
-template <class C>
-__device__ inline void issue_first_stages(const uint8_t* w, const uint8_t* wsc, int KB, int KBp, const int* rg,
-                                          uint8_t* smem) {
-  static_assert(XRes<C>::value && !LoopOpts<C>::EF, "weights and scales only, plain copies");
-  const int tid = threadIdx.x, nk = KBp / C::KS;
-  const uint32_t rg_bytes = uint32_t(KB) * 256u;
-  const int srow = tid % C::BM;
-  const uint32_t soff = (uint32_t(rg[srow / 16]) * 16u + uint32_t(srow % 16)) * uint32_t(KB);
-#pragma unroll
-  for (int s = 0; s < LoopDist<C>::value; ++s) {
-    if (s < nk) {
-      uint8_t* st = smem + s * C::kStageBytes;
-      const uint8_t* wb = w + uint32_t(s * C::KS) * 256u;
-#pragma unroll
-      for (int n = 0; n < C::kWPer; ++n) {
-        const int i = tid + n * C::kThreads, r = i / (C::KS * 16), ch = i % (C::KS * 16);
-        cp_async<16>(st + C::kW + i * 16, wb + uint32_t(rg[r]) * rg_bytes + uint32_t(ch) * 16u);
-      }
-      if (C::BM == C::kThreads || tid < C::BM) cp_async<C::KS>(st + C::kWs + srow * C::KS, wsc + s * C::KS + soff);
-    }
-    cp_commit();
-  }
-}
-
 // The mainloop, then rref[r] / wflag[r] (block row r's reference exponent and out-of-window flag) in
 // shared memory for every row, after a barrier.
-template <class C, int NCOLS, int FORCE, bool PRE = false>
+template <class C, int NCOLS, int FORCE>
 __device__ inline void run_mainloop(const uint8_t* w, const uint8_t* wsc, const uint8_t* x, int KB, int KBp, const int* rg,
                                     const uint32_t* xoff_row, uint8_t* smem, float (&acc)[C::MT][C::NG][4], int* rref,
                                     int* wflag) {
   int lo[C::MT][2];
   uint32_t chk[C::MT][2];
-  mainloop<C, NCOLS, PRE>(w, wsc, x, KB, KBp, rg, xoff_row, smem, acc, lo, chk);
+  mainloop<C, NCOLS>(w, wsc, x, KB, KBp, rg, xoff_row, smem, acc, lo, chk);
   const moe_wide16::AccIndex<C> ix;
 #pragma unroll
   for (int m = 0; m < C::MT; ++m)

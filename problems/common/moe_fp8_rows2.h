@@ -108,26 +108,6 @@ struct XResCfg : B {
   static_assert(kSmemBytes + 5 * 1024 <= 227 * 1024, "shared memory");
 };
 
-// XResCfg with the staged y tile apart from the pipeline ring (v88, session 23): ring, staged y tile, activations, so
-// that down_xr issues the next column block's first stages before the current one's epilogue (the ring of B must be
-// small enough: 3 stages at 160 rows). Fallback: the per-column-block down's configuration where d_expert does not fit.
-template <class B, int KBMAX, class Fallback>
-struct XResSepCfg : B {
-  using Base = Fallback;
-  static constexpr int kXPer = 0;
-  static constexpr int kStageBytes = B::kX;  // weights and scales
-  static constexpr int kPipeBytes = B::STAGES * kStageBytes;
-  static constexpr int kKBMax = KBMAX;
-  static constexpr int kStageOff = moe_tile::align16(kPipeBytes);
-  static constexpr int kXResOff = moe_tile::align16(kStageOff + moe_tiled::y_stage_bytes<B>());
-  static constexpr int kSmemBytes = kXResOff + B::BN * KBMAX * 32;
-  static_assert(kSmemBytes + 5 * 1024 <= 227 * 1024, "shared memory");
-};
-template <class C, class = void>
-struct StageApart : std::false_type {};
-template <class C>
-struct StageApart<C, std::void_t<decltype(C::kStageOff)>> : std::true_type {};
-
 // One block of blockDim >= E threads: counts per expert, a scan of the tiles per expert, the tile list
 // (ceil(n / T) tiles of about equal size an expert; its row region is that many x T rows) and the sorted
 // pair list. Pairs inside an expert are placed in atomic order, which changes no value.
@@ -402,9 +382,6 @@ __global__ __launch_bounds__(C::kThreads, 1) void down_xr(MoeArgs a, Ws2 ws2, in
       moe_tile::cp_async<16>(xr + (c / 8) * (nch * 128) + ch * 128 + (c % 8) * 16, ws.p.a8 + xoff[c] + ch * 16);
     }
     moe_tile::cp_commit();
-    constexpr bool kApart = StageApart<C>::value;
-    if constexpr (kApart) moe_fp8r::issue_first_stages<C>(wq + int64_t(cb0) * C::BM * (I / 2), wsc + int64_t(cb0) * C::BM * KB,
-                                                          KB, KB, rg, smem);
     for (int cb = cb0; cb < cb1; ++cb) {
       const int n0 = cb * C::BM;
       if (threadIdx.x == 0 && cb + 1 < cb1) {  // the next column block's weights and scales into L2
@@ -412,19 +389,9 @@ __global__ __launch_bounds__(C::kThreads, 1) void down_xr(MoeArgs a, Ws2 ws2, in
         moe_tile::prefetch_l2(wsc + int64_t(n0 + C::BM) * KB, s_bytes);
       }
       float acc[C::MT][C::NG][4];
-      moe_fp8r::run_mainloop<C, NC, FORCE, kApart>(wq + int64_t(n0) * (I / 2), wsc + int64_t(n0) * KB, ws.p.a8, KB, KB,
-                                                   rg, xoff, smem, acc, rref, wflag);
-      if constexpr (kApart) {
-        // v88: the ring is free (run_mainloop's last barrier): the next column block's first stages land during this
-        // one's epilogue, whose staged y tile lies apart.
-        if (cb + 1 < cb1)
-          moe_fp8r::issue_first_stages<C>(wq + int64_t(n0 + C::BM) * (I / 2), wsc + int64_t(n0 + C::BM) * KB, KB, KB, rg,
-                                          smem);
-        moe_fp8r::down_store<C, FORCE, true>(a, ws, tile, n0, acc, smem + C::kStageOff, pair, weight, aflg, wflag, rref,
-                                             nreal);
-      } else {
-        moe_fp8r::down_store<C, FORCE, true>(a, ws, tile, n0, acc, smem, pair, weight, aflg, wflag, rref, nreal);
-      }
+      moe_fp8r::run_mainloop<C, NC, FORCE>(wq + int64_t(n0) * (I / 2), wsc + int64_t(n0) * KB, ws.p.a8, KB, KB, rg,
+                                           xoff, smem, acc, rref, wflag);
+      moe_fp8r::down_store<C, FORCE, true>(a, ws, tile, n0, acc, smem, pair, weight, aflg, wflag, rref, nreal);
       __syncthreads();  // the staged y tile (the pipeline's buffers) and rref / wflag read before the next mainloop
     }
   });

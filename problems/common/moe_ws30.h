@@ -41,14 +41,6 @@ using Path = PathOf<G160w, G160w>;
 using G160xr = moe_fp8r2::XResCfg<G160w, 16>;
 template <int NS, int FORCE = 0>
 using PathXR = PathOf<G160w, G160xr, FORCE, NS>;
-// v88 (session 23): down_xr with a 3-stage ring apart from its staged y tile (the next column block's first stages
-// issued before the epilogue); DIST: the copy distance (1: no drain; 2: with it). G160w's down where d_expert does not fit.
-template <int DIST_>
-struct G160r3 : Cfg<8, 2, 4, 3, true, 160> {
-  static constexpr int DIST = DIST_;
-};
-template <int NS, int DIST, int FORCE = 0>
-using PathXRS = PathOf<G160w, moe_fp8r2::XResSepCfg<G160r3<DIST>, 16, G160w>, FORCE, NS>;
 #endif  // MOE_WG8_HOST
 
 }  // namespace
