@@ -287,7 +287,7 @@ __global__ __launch_bounds__(C::kThreads, 1) void gate_up(MoeArgs a, Ws2 ws2) {
 // A down block's tile (route_even's list index) once its gate_up blocks have stored its a8 rows (OVL; else slot
 // itself): the block's thread 0 waits, then a block barrier.
 template <bool OVL>
-__device__ __forceinline__ int down_wait(const Ws2& ws2, int slot, int tiles_max = -1) {  // -1: gridDim.y
+__device__ __forceinline__ int down_wait(const Ws2& ws2, int slot) {
 #if MOE_DOWN_QUEUE
   __shared__ int bt_s;
 #endif
@@ -296,7 +296,7 @@ __device__ __forceinline__ int down_wait(const Ws2& ws2, int slot, int tiles_max
     if (threadIdx.x == 0) {
 #if MOE_DOWN_QUEUE
       // v52: block row y takes the y-th tile whose gate_up blocks have all finished (the queue holds whole tiles).
-      const int* q = ws2.ready + (tiles_max < 0 ? int(gridDim.y) : tiles_max) + slot;
+      const int* q = ws2.ready + int(gridDim.y) + slot;
       int v = slot;
       if (ws2.queue)
         while ((v = moe_wg8::ld_acquire_gpu(q)) < 0) __nanosleep(256);
@@ -346,10 +346,7 @@ __global__ __launch_bounds__(C::kThreads, 1) void down(MoeArgs a, Ws2 ws2) {
 // into L2 while the current one runs) and down_tile's epilogue (down_store). Tiles at queue slots >= late_from (those
 // whose gate_up blocks are past gate_up's first wave, so they finish last) take one column block a block: their downs
 // are what the layer waits for at its end. Needs d_expert <= 32 C::kKBMax.
-// CG (v89, session 23): a 1-D grid of only the blocks that run: slots < late_from ceil(cols / NS) blocks each, then
-// cols blocks each (slot-major, as the 2-D grid's launch order), instead of cols x tiles_max blocks of which the
-// early slots' (NS - 1) / NS leave at once.
-template <class C, int FORCE, bool OVL, bool PRO, int NS, bool CG = false>
+template <class C, int FORCE, bool OVL, bool PRO, int NS>
 __global__ __launch_bounds__(C::kThreads, 1) void down_xr(MoeArgs a, Ws2 ws2, int late_from) {
   const moe_fp8r::Ws& ws = ws2.w;
   extern __shared__ __align__(128) uint8_t smem[];
@@ -360,26 +357,12 @@ __global__ __launch_bounds__(C::kThreads, 1) void down_xr(MoeArgs a, Ws2 ws2, in
   __shared__ int aflg[C::BN];
   __shared__ int wflag[C::BM];
   __shared__ int rref[C::BM];
-  int slot, cb0, ns, tiles_max = -1;
-  if constexpr (CG) {  // late_from's parameter carries late_from | tiles_max << 16
-    static_assert(OVL, "the compact grid: the overlapped chain");
-    tiles_max = late_from >> 16;
-    late_from &= 0xFFFF;
-    const int cols = a.cfg.d_hidden / C::BM, groups = (cols + NS - 1) / NS, b = int(blockIdx.x);
-    if (b < late_from * groups) {
-      slot = b / groups, cb0 = (b % groups) * NS, ns = NS;
-    } else {
-      slot = late_from + (b - late_from * groups) / cols, cb0 = (b - late_from * groups) % cols, ns = 1;
-    }
-    if constexpr (PRO) moe_wg8::dep_release();  // the combine may be scheduled once every down block started
-  } else {
-    slot = tile_index<OVL>();
-    if constexpr (PRO) moe_wg8::dep_release();  // the combine may be scheduled once every down block started
-    ns = slot >= late_from ? 1 : NS, cb0 = col_index<OVL>();
-    if (cb0 % ns != 0) return;  // the group's first block runs it (decided before any load: these leave at once)
-  }
+  const int slot = tile_index<OVL>();
+  if constexpr (PRO) moe_wg8::dep_release();  // the combine may be scheduled once every down block started
+  const int ns = slot >= late_from ? 1 : NS, cb0 = col_index<OVL>();
+  if (cb0 % ns != 0) return;  // the group's first block runs it (decided before any load: these leave at once)
   if (slot >= *ws.p.n_tiles) return;
-  const int bt = down_wait<OVL>(ws2, slot, tiles_max);
+  const int bt = down_wait<OVL>(ws2, slot);
   const TileE tile = tile_of(ws2, bt);
   const int H = a.cfg.d_hidden, I = a.cfg.d_expert, KB = I / 32;
   for (int i = threadIdx.x; i < C::BM / 16; i += C::kThreads) rg[i] = i;  // the column block's weights: w + its offset
@@ -429,7 +412,7 @@ using DownOf = typename DownOfT<C>::type;
 // The whole layer: moe_fp8r's quantizer, route_even (tiles of up to BN rows), gate_up, down, moe_pipeline's combine.
 // NS > 0 (OVL only): down_xr with NS column blocks a block where d_expert fits G2's resident activations (G2 an
 // XResCfg), else down.
-template <class G1, class G2, bool OVL, bool PRO = false, int FORCE = 0, int NS = 0, bool CG = false>
+template <class G1, class G2, bool OVL, bool PRO = false, int FORCE = 0, int NS = 0>
 void launch(const MoeArgs& a) {
   static_assert(G1::BN == G2::BN, "one tile list");
   static_assert(!PRO || (OVL && FORCE == 0), "PRO: the overlapped form, no forced fix-up");
@@ -474,19 +457,11 @@ void launch(const MoeArgs& a) {
     if constexpr (NS > 0) {
       if (s.I / 32 <= G2::kKBMax) {
         constexpr int sm2 = G2::kSmemBytes;
-        if constexpr (!CG) moe_wg8::allow_smem(down_xr<G2, FORCE, OVL, PRO, NS>, sm2);
+        moe_wg8::allow_smem(down_xr<G2, FORCE, OVL, PRO, NS>, sm2);
         // gate_up runs one block an SM: the tiles past the first wave's whole tiles finish last.
         const int late_from = current_device_shape().compute_units / int(cols1);
-        if constexpr (CG) {  // v89: only the blocks that run
-          const int lf = std::min(late_from, int(tiles)), groups = (int(cols2) + NS - 1) / NS;
-          const unsigned n = unsigned(lf * groups + (int(tiles) - lf) * int(cols2));
-          moe_wg8::allow_smem(down_xr<G2, FORCE, OVL, PRO, NS, true>, sm2);
-          moe_rows8::launch_ex(down_xr<G2, FORCE, OVL, PRO, NS, true>, dim3(n), dim3(G2::kThreads), size_t(sm2), true,
-                               "fp8 down (resident activations, compact grid)", a, ws2, lf | int(tiles) << 16);
-        } else {
-          moe_rows8::launch_ex(down_xr<G2, FORCE, OVL, PRO, NS>, dim3(cols2, tiles), dim3(G2::kThreads), size_t(sm2),
-                               true, "fp8 down (resident activations)", a, ws2, late_from);
-        }
+        moe_rows8::launch_ex(down_xr<G2, FORCE, OVL, PRO, NS>, dim3(cols2, tiles), dim3(G2::kThreads), size_t(sm2),
+                             true, "fp8 down (resident activations)", a, ws2, late_from);
         xres = true;
       }
     }
@@ -523,13 +498,13 @@ void launch(const MoeArgs& a) {
 using G160s = Cfg<8, 2, 4, 5, 2, true, 160>;
 
 // The path as one unit for a composed variant: the 64-row shapes of v20 (bs x k / routed > 40).
-template <class A, class B, bool OVL, bool PRO = false, int FORCE = 0, int NS = 0, bool CG = false>
+template <class A, class B, bool OVL, bool PRO = false, int FORCE = 0, int NS = 0>
 struct PathOf {
   static bool applies(const MoeConfig& c) {
     return c.bs * c.n_experts_per_token / c.n_routed_experts > 40 && moe_fp8r::supports(c);
   }
   static size_t workspace_bytes(const MoeConfig& c) { return carve2(c, A::BN, nullptr, nullptr); }
-  static void launch(const MoeArgs& a) { moe_fp8r2::launch<A, B, OVL, PRO, FORCE, NS, CG>(a); }
+  static void launch(const MoeArgs& a) { moe_fp8r2::launch<A, B, OVL, PRO, FORCE, NS>(a); }
 };
 using Path = PathOf<G160s, G160s, true, true>;  // v28 (docs/perf.md, section "moe_mxfp4 v28", call 4 and the final call)
 #endif  // MOE_WG8_HOST

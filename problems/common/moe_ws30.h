@@ -30,8 +30,8 @@ struct Cfg : moe_fp8r2::Cfg<WM, MT, KS, STAGES, 2, PF, BN> {
 // The path as one unit for a composed variant: moe_fp8r2's (the shapes of moe_fp8r2::Path, the OVL + PRO launch
 // chain) on this configuration; a forced fix-up (FORCE, test only) runs without the prologue launch, whose quantizer
 // does not force, as moe_fp8r2 requires.
-template <class A, class B, int FORCE = 0, int NS = 0, bool CG = false>
-using PathOf = moe_fp8r2::PathOf<A, B, true, FORCE == 0, FORCE, NS, CG>;
+template <class A, class B, int FORCE = 0, int NS = 0>
+using PathOf = moe_fp8r2::PathOf<A, B, true, FORCE == 0, FORCE, NS>;
 // 8 warps x two 16-row groups (256 weight rows) x tiles of up to 160 rows, 4 k-blocks a stage, 4 stages (148 KB; 5 stages
 // measured the same at d_expert 2048 and 1% slower at 512), the weight words one k-block ahead (v29's G160s otherwise).
 using G160w = Cfg<8, 2, 4, 4, true, 160>;
@@ -39,8 +39,8 @@ using Path = PathOf<G160w, G160w>;
 // v82 (session 22): the down with the tile's activations resident in shared memory (moe_fp8r2::down_xr, d_expert <=
 // 512: 80 KB at 160 rows), NS column blocks of 256 rows a block; G160w's down elsewhere.
 using G160xr = moe_fp8r2::XResCfg<G160w, 16>;
-template <int NS, int FORCE = 0, bool CG = false>  // CG: down_xr's compact grid (v89)
-using PathXR = PathOf<G160w, G160xr, FORCE, NS, CG>;
+template <int NS, int FORCE = 0>
+using PathXR = PathOf<G160w, G160xr, FORCE, NS>;
 #endif  // MOE_WG8_HOST
 
 }  // namespace
