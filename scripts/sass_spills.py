@@ -42,8 +42,8 @@ def runs(instrs):
     """Consecutive local-memory or matrix instructions of one kind, as [kind, first address, last address, count]."""
     out = []
     for addr, text in instrs:
-        m = MATRIX.search(text)
-        kind = m.group(0) if m else (LOCAL.search(text).group(1) if LOCAL.search(text) else None)
+        m, loc = MATRIX.search(text), LOCAL.search(text)
+        kind = m.group(0) if m else loc.group(1) if loc else None
         if kind is None:
             continue
         if out and out[-1][0] == kind:
@@ -54,25 +54,27 @@ def runs(instrs):
 
 
 def loops(instrs):
-    """(start, end) of every backward branch's range: the branch at end jumps back to start."""
+    """(start, end) of every backward branch's range: the branch at end jumps back to start. Without execution counts
+    an out-of-line block that jumps back into the code (ptxas puts e.g. an mbarrier wait's retry after the kernel's end;
+    scripts/ncu_sass_summary.py tells those apart by their counts) also closes a range: it shows as an outer loop."""
     found = []
     for addr, text in instrs:
         m = BRANCH.search(text)
-        if m and int(m.group(1), 16) <= addr:
+        if m and int(m.group(1), 16) < addr:  # (a branch to itself: the end-of-kernel padding)
             found.append((int(m.group(1), 16), addr))
     return found
 
 
 def report(name, instrs):
     lines = [name]
-    local = [(a, t) for a, t in instrs if LOCAL.search(t)]
-    kinds = [LOCAL.search(t).group(1) for _, t in local]
+    local = [(a, m.group(1)) for a, t in instrs if (m := LOCAL.search(t))]
+    kinds = [k for _, k in local]
     lines.append(f'   local memory: {kinds.count("STL")} STL, {kinds.count("LDL")} LDL')
     for kind, a, b, n in runs(instrs):
         lines.append(f'   {kind:36s} {a:06x}..{b:06x} x{n}')
     found = loops(instrs)
     for start, end in found:
-        inside = [t for a, t in local if start <= a <= end]
+        inside = [a for a, _ in local if start <= a <= end]
         if inside:
             mma = sum(1 for a, t in instrs if start <= a <= end and MATRIX.search(t))
             inner = sum(1 for s, e in found if start <= s and e <= end and (s, e) != (start, end))
