@@ -42,6 +42,13 @@ constexpr int fDir = 16, fMg = 256, fHp = 512;
 // barrier), counts in and polls with acquire loads; a block barrier; no fences by the other threads (v25: a
 // fence by every thread before the first barrier and after the second). bs 32 / kv 8192: -0.3 us.
 constexpr int fLf = 1024;
+// fMw (with fMg and fHp; session 24, for the small shapes' one-wave split plans): the merge spread over every block of
+// the batch by (head, 4 dims) unit instead of by head: block `split` merges 2048 / splits consecutive units, each
+// thread holds 8 (unit, split) f16 partials loaded at once (splits / 8 threads a unit above 8 splits, reduced by
+// shuffles), the batch's log2-sum-exps go through shared memory (the idle KV ring). A power-of-two splits <= 128
+// only; otherwise the head form below. The by-head form runs one head a block at 16 or more splits, its loads one
+// split at a time.
+constexpr int fMw = 2048;
 
 constexpr int kMaxMgBatches = 1024;  // fMg's counters
 
@@ -56,7 +63,9 @@ template <int S, int OPT, int R, int F>
 __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     mla_fp8_dims5_kernel(MlaDecodeArgs a, int tokens_per_split, int splits, Partials part, int b0, int nb, int ns) {
 #if defined(MLA_DIMS_SM90)
-  static_assert((F & fDir) != 0 && (F & ~(fDir | fMg | fHp | fLf)) == 0, "F: fDir, optionally with fMg (and fHp, fLf)");
+  static_assert((F & fDir) != 0 && (F & ~(fDir | fMg | fHp | fLf | fMw)) == 0,
+                "F: fDir, optionally with fMg (and fHp, fLf, fMw)");
+  static_assert((F & fMw) == 0 || ((F & fMg) != 0 && (F & fHp) != 0), "fMw: the in-kernel merge of f16 partials");
   static_assert((F & fLf) == 0 || (F & fMg) != 0, "fLf: the in-kernel merge's arrival");
   static_assert((F & fHp) == 0 || (F & fMg) != 0, "fHp: f16 partials are merged in the kernel only");
   constexpr int D3 = OPT & kD3Bits;
@@ -317,7 +326,63 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
         };
         const int nh = w.split < kHeads ? (kHeads - 1 - w.split) / splits + 1 : 0;
         constexpr int kU = 2;  // 4 splits, 4 heads a block: two units a thread, all 16 + 16 loads in flight at once
-        if (splits == 4 && nh * (kDimV / 4) == kU * kThreads) {
+        constexpr int kUnits = kHeads * (kDimV / 4);  // (head, 4 dims) units a batch
+        if ((F & fMw) != 0 && (splits & (splits - 1)) == 0 && splits <= 128 && kThreads == 256) {
+          float* lse_sm = reinterpret_cast<float*>(smem);  // [splits][16]: the KV ring, idle after the block's item
+          float* mx_sm = lse_sm + splits * kHeads;
+          float* inv_sm = mx_sm + kHeads;
+          const int G = splits > 8 ? splits / 8 : 1;  // threads a unit
+          const int nsp = splits / G;                 // splits a thread: 8 entries = (8 / nsp rounds) x nsp
+          const int per = kUnits / splits, upr = kThreads / G;
+          const int u0 = w.split * per + tid / G, s0 = tid % G;
+          const uint16_t* po = reinterpret_cast<const uint16_t*>(part.o) + size_t(bl) * splits * kHeads * kDimV;
+          uint2 v[8];
+#pragma unroll
+          for (int e = 0; e < 8; ++e) {  // every entry's load in flight before the weights are known
+            const int u = u0 + (e / nsp) * upr, s2 = s0 + G * (e % nsp);
+            v[e] = __ldcg(reinterpret_cast<const uint2*>(po + (size_t(s2) * kHeads + (u >> 7)) * kDimV + 4 * (u & 127)));
+          }
+          for (int i = tid; i < splits * kHeads; i += kThreads) lse_sm[i] = __ldcg(part.lse + size_t(bl) * splits * kHeads + i);
+          __syncthreads();
+          if (tid < kHeads) {
+            float mx = -INFINITY, total = 0.f;
+            for (int s2 = 0; s2 < splits; ++s2) mx = fmaxf(mx, lse_sm[s2 * kHeads + tid]);
+            for (int s2 = 0; s2 < splits; ++s2) {
+              const float l = lse_sm[s2 * kHeads + tid];
+              total += l == -INFINITY ? 0.f : mla_dims2::ex2_fast(l - mx);
+            }
+            mx_sm[tid] = mx;
+            inv_sm[tid] = total > 0.f ? 1.f / total : 0.f;
+          }
+          __syncthreads();
+          float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) {
+            const int u = u0 + (e / nsp) * upr, s2 = s0 + G * (e % nsp), h = u >> 7;
+            const float l = lse_sm[s2 * kHeads + h];
+            const float wt = l == -INFINITY ? 0.f : mla_dims2::ex2_fast(l - mx_sm[h]);
+            const float2 lo = mla_dims3::f16x2_to_f32(v[e].x), hi = mla_dims3::f16x2_to_f32(v[e].y);
+            acc.x += wt * lo.x;
+            acc.y += wt * lo.y;
+            acc.z += wt * hi.x;
+            acc.w += wt * hi.y;
+            if (e % nsp == nsp - 1) {  // the unit's splits are all in: sum over its G lanes, store, next round
+              for (int o = 1; o < G; o <<= 1) {
+                acc.x += __shfl_xor(acc.x, o);
+                acc.y += __shfl_xor(acc.y, o);
+                acc.z += __shfl_xor(acc.z, o);
+                acc.w += __shfl_xor(acc.w, o);
+              }
+              if (s0 == 0) {
+                const float inv = inv_sm[h];
+                *reinterpret_cast<uint2*>(a.out + (int64_t(w.b) * kHeads + h) * kDimV + 4 * (u & 127)) =
+                    make_uint2(pack16(f32_to_bf16_bits(acc.x * inv), f32_to_bf16_bits(acc.y * inv)),
+                               pack16(f32_to_bf16_bits(acc.z * inv), f32_to_bf16_bits(acc.w * inv)));
+              }
+              acc = make_float4(0.f, 0.f, 0.f, 0.f);
+            }
+          }
+        } else if (splits == 4 && nh * (kDimV / 4) == kU * kThreads) {
           float lv[kU][4];
           float4 ov[kU][4];
 #pragma unroll
