@@ -49,6 +49,10 @@ constexpr int fLf = 1024;
 // only; otherwise the head form below. The by-head form runs one head a block at 16 or more splits, its loads one
 // split at a time.
 constexpr int fMw = 2048;
+// fSp (with fMg: one item a block): thread 0 issues the item's first copies from the spans the spec fixes (kv_indptr =
+// arange(bs + 1) * kv_seq_len) instead of after a kv_indptr round trip; every thread still reads kv_indptr, and a
+// batch whose spans differ gets NaN partials (its output fails every check) while the tiles issued are consumed.
+constexpr int fSp = 4096;
 
 constexpr int kMaxMgBatches = 1024;  // fMg's counters
 
@@ -63,8 +67,9 @@ template <int S, int OPT, int R, int F>
 __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     mla_fp8_dims5_kernel(MlaDecodeArgs a, int tokens_per_split, int splits, Partials part, int b0, int nb, int ns) {
 #if defined(MLA_DIMS_SM90)
-  static_assert((F & fDir) != 0 && (F & ~(fDir | fMg | fHp | fLf | fMw)) == 0,
-                "F: fDir, optionally with fMg (and fHp, fLf, fMw)");
+  static_assert((F & fDir) != 0 && (F & ~(fDir | fMg | fHp | fLf | fMw | fSp)) == 0,
+                "F: fDir, optionally with fMg (and fHp, fLf, fMw, fSp)");
+  static_assert((F & fSp) == 0 || (F & fMg) != 0, "fSp: one item a block");
   static_assert((F & fMw) == 0 || ((F & fMg) != 0 && (F & fHp) != 0), "fMw: the in-kernel merge of f16 partials");
   static_assert((F & fLf) == 0 || (F & fMg) != 0, "fLf: the in-kernel merge's arrival");
   static_assert((F & fHp) == 0 || (F & fMg) != 0, "fHp: f16 partials are merged in the kernel only");
@@ -108,6 +113,14 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     const int64_t left = kv_end - t0;
     const int n = left <= 0 ? 0 : int(left < tokens_per_split ? left : tokens_per_split);
     return Span{t0, n, (n + kT - 1) / kT, b, split};
+  };
+  auto span_spec = [&](int item) {  // fSp: the span kv_indptr = arange(bs + 1) * kv_seq_len gives
+    const int b = b0 + item / splits;
+    const int split = item % splits;
+    const int64_t kv = a.cfg.kv_seq_len, skip = int64_t(split) * tokens_per_split;
+    const int64_t left = kv - skip;
+    const int n = left <= 0 ? 0 : int(left < tokens_per_split ? left : tokens_per_split);
+    return Span{int64_t(b) * kv + skip, n, (n + kT - 1) / kT, b, split};
   };
   const int first_item = int(blockIdx.x);
   const int item_step = int(gridDim.x);
@@ -165,7 +178,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
   }
   __syncthreads();
   if (tid == 0) {
-    if (first_item < n_items) p_span = span(first_item);
+    if (first_item < n_items) p_span = (F & fSp) != 0 ? span_spec(first_item) : span(first_item);
     if constexpr (QP) issue_q(0);
     for (int s = 0; s < S; ++s) issue_next();
   }
@@ -177,7 +190,13 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
 
   int k_item = 0;
   for (int item = first_item; item < n_items; item += item_step, ++k_item) {
-    const Span w = span(item);
+    Span w = span(item);
+    bool spans_differ = false;  // fSp: the copies issued follow the spec's span; kv_indptr disagreeing poisons
+    if constexpr ((F & fSp) != 0) {
+      const Span sp = span_spec(item);
+      spans_differ = sp.t0 != w.t0 || sp.n_tokens != w.n_tokens;
+      w = sp;
+    }
     mla_dims::QFrags q;
     {
       const uint16_t* qbase;
@@ -252,7 +271,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
       for (int c = 0; c < 2; ++c) {
         const int h = 8 * nt + 2 * t + c;
         const float l = lpart_sm[h] + lpart_sm[kHeads + h] + lpart_sm[2 * kHeads + h] + lpart_sm[3 * kHeads + h];
-        const float f = l > 0.f ? kv_scale / l : 0.f;
+        const float f = spans_differ ? __int_as_float(0x7fffffff) : l > 0.f ? kv_scale / l : 0.f;
         float keep[2][2], recv[2][2];
 #pragma unroll
         for (int pp = 0; pp < 2; ++pp)

@@ -30,8 +30,11 @@
 #ifndef MLA_V24_OPTN_X  // further flags of the small path's several-clusters-a-batch kernels (v32: mla_dcl2::kFence1)
 #define MLA_V24_OPTN_X 0
 #endif
-#ifndef MLA_V24_DIR_SMALL  // v33: the small shapes whose split plan is one wave on the direct path, merged in the kernel
-#define MLA_V24_DIR_SMALL 0
+#ifndef MLA_V24_DIR_SMALL  // the small shapes whose split plan is one wave on the direct path, merged in the kernel:
+#define MLA_V24_DIR_SMALL 0  // 1 every such shape (v33), 2 those the cluster plan gives several clusters a batch (v34)
+#endif
+#ifndef MLA_V24_DIR_XF  // further flags of that path (v34: mla_dims5::fSp)
+#define MLA_V24_DIR_XF 0
 #endif
 #ifndef MLA_V24_S_SMALL  // the ring stages of those shapes' direct path
 #define MLA_V24_S_SMALL MLA_V24_S
@@ -55,11 +58,13 @@ using Direct = mla_dims5::DirPath<MLA_V24_S, mla_dims5::kF16P | mla_dims5::kQP |
 using Large = mla_dims3::Dims3<3, mla_dims3::kF16P | mla_dims3::kQP | mla_dims3::kEF, 2>;  // v22's
 #if MLA_V24_DIR_SMALL
 using DirectSmall = mla_dims5::DirPath<MLA_V24_S_SMALL, mla_dims5::kF16P | mla_dims5::kQP | mla_dims5::kEF, 2, true, true,
-                                       mla_dims5::fLf | mla_dims5::fMw>;
+                                       mla_dims5::fLf | mla_dims5::fMw | MLA_V24_DIR_XF>;
 #endif
 int pick(const MlaDecodeConfig& c) {
 #if MLA_V24_DIR_SMALL
-  if (Small::applies(c) && DirectSmall::merges(c, DirectSmall::plan(c))) return 4;
+  if (Small::applies(c) && DirectSmall::merges(c, DirectSmall::plan(c)) &&
+      (MLA_V24_DIR_SMALL == 1 || Small::pick(c).plan.nclus > 1))
+    return 4;
 #endif
   if (Small::applies(c)) return 0;
   if (Clustered::applies(c)) return 1;

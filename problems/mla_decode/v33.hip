@@ -8,7 +8,9 @@
 #define MLA_V24_S_CL 2
 #define MLA_V24_XF mla_dims5::fLf
 #define MLA_V24_OPTN_X mla_dcl2::kFence1
+#ifndef MLA_V24_DIR_SMALL
 #define MLA_V24_DIR_SMALL 1
+#endif
 #ifndef MLA_V24_S_SMALL
 #define MLA_V24_S_SMALL 2
 #endif
