@@ -42,17 +42,6 @@ constexpr int fDir = 16, fMg = 256, fHp = 512;
 // barrier), counts in and polls with acquire loads; a block barrier; no fences by the other threads (v25: a
 // fence by every thread before the first barrier and after the second). bs 32 / kv 8192: -0.3 us.
 constexpr int fLf = 1024;
-// fMw (with fMg and fHp; session 24, for the small shapes' one-wave split plans): the merge spread over every block of
-// the batch by (head, 4 dims) unit instead of by head: block `split` merges 2048 / splits consecutive units, each
-// thread holds 8 (unit, split) f16 partials loaded at once (splits / 8 threads a unit above 8 splits, reduced by
-// shuffles), the batch's log2-sum-exps go through shared memory (the idle KV ring). A power-of-two splits <= 128
-// only; otherwise the head form below. The by-head form runs one head a block at 16 or more splits, its loads one
-// split at a time.
-constexpr int fMw = 2048;
-// fSp (with fMg: one item a block): thread 0 issues the item's first copies from the spans the spec fixes (kv_indptr =
-// arange(bs + 1) * kv_seq_len) instead of after a kv_indptr round trip; every thread still reads kv_indptr, and a
-// batch whose spans differ gets NaN partials (its output fails every check) while the tiles issued are consumed.
-constexpr int fSp = 4096;
 
 constexpr int kMaxMgBatches = 1024;  // fMg's counters
 
@@ -67,10 +56,7 @@ template <int S, int OPT, int R, int F>
 __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     mla_fp8_dims5_kernel(MlaDecodeArgs a, int tokens_per_split, int splits, Partials part, int b0, int nb, int ns) {
 #if defined(MLA_DIMS_SM90)
-  static_assert((F & fDir) != 0 && (F & ~(fDir | fMg | fHp | fLf | fMw | fSp)) == 0,
-                "F: fDir, optionally with fMg (and fHp, fLf, fMw, fSp)");
-  static_assert((F & fSp) == 0 || (F & fMg) != 0, "fSp: one item a block");
-  static_assert((F & fMw) == 0 || ((F & fMg) != 0 && (F & fHp) != 0), "fMw: the in-kernel merge of f16 partials");
+  static_assert((F & fDir) != 0 && (F & ~(fDir | fMg | fHp | fLf)) == 0, "F: fDir, optionally with fMg (and fHp, fLf)");
   static_assert((F & fLf) == 0 || (F & fMg) != 0, "fLf: the in-kernel merge's arrival");
   static_assert((F & fHp) == 0 || (F & fMg) != 0, "fHp: f16 partials are merged in the kernel only");
   constexpr int D3 = OPT & kD3Bits;
@@ -113,14 +99,6 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
     const int64_t left = kv_end - t0;
     const int n = left <= 0 ? 0 : int(left < tokens_per_split ? left : tokens_per_split);
     return Span{t0, n, (n + kT - 1) / kT, b, split};
-  };
-  auto span_spec = [&](int item) {  // fSp: the span kv_indptr = arange(bs + 1) * kv_seq_len gives
-    const int b = b0 + item / splits;
-    const int split = item % splits;
-    const int64_t kv = a.cfg.kv_seq_len, skip = int64_t(split) * tokens_per_split;
-    const int64_t left = kv - skip;
-    const int n = left <= 0 ? 0 : int(left < tokens_per_split ? left : tokens_per_split);
-    return Span{int64_t(b) * kv + skip, n, (n + kT - 1) / kT, b, split};
   };
   const int first_item = int(blockIdx.x);
   const int item_step = int(gridDim.x);
@@ -178,7 +156,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
   }
   __syncthreads();
   if (tid == 0) {
-    if (first_item < n_items) p_span = (F & fSp) != 0 ? span_spec(first_item) : span(first_item);
+    if (first_item < n_items) p_span = span(first_item);
     if constexpr (QP) issue_q(0);
     for (int s = 0; s < S; ++s) issue_next();
   }
@@ -190,13 +168,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
 
   int k_item = 0;
   for (int item = first_item; item < n_items; item += item_step, ++k_item) {
-    Span w = span(item);
-    bool spans_differ = false;  // fSp: the copies issued follow the spec's span; kv_indptr disagreeing poisons
-    if constexpr ((F & fSp) != 0) {
-      const Span sp = span_spec(item);
-      spans_differ = sp.t0 != w.t0 || sp.n_tokens != w.n_tokens;
-      w = sp;
-    }
+    const Span w = span(item);
     mla_dims::QFrags q;
     {
       const uint16_t* qbase;
@@ -271,7 +243,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
       for (int c = 0; c < 2; ++c) {
         const int h = 8 * nt + 2 * t + c;
         const float l = lpart_sm[h] + lpart_sm[kHeads + h] + lpart_sm[2 * kHeads + h] + lpart_sm[3 * kHeads + h];
-        const float f = spans_differ ? __int_as_float(0x7fffffff) : l > 0.f ? kv_scale / l : 0.f;
+        const float f = l > 0.f ? kv_scale / l : 0.f;
         float keep[2][2], recv[2][2];
 #pragma unroll
         for (int pp = 0; pp < 2; ++pp)
@@ -345,63 +317,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
         };
         const int nh = w.split < kHeads ? (kHeads - 1 - w.split) / splits + 1 : 0;
         constexpr int kU = 2;  // 4 splits, 4 heads a block: two units a thread, all 16 + 16 loads in flight at once
-        constexpr int kUnits = kHeads * (kDimV / 4);  // (head, 4 dims) units a batch
-        if ((F & fMw) != 0 && (splits & (splits - 1)) == 0 && splits <= 128 && kThreads == 256) {
-          float* lse_sm = reinterpret_cast<float*>(smem);  // [splits][16]: the KV ring, idle after the block's item
-          float* mx_sm = lse_sm + splits * kHeads;
-          float* inv_sm = mx_sm + kHeads;
-          const int G = splits > 8 ? splits / 8 : 1;  // threads a unit
-          const int nsp = splits / G;                 // splits a thread: 8 entries = (8 / nsp rounds) x nsp
-          const int per = kUnits / splits, upr = kThreads / G;
-          const int u0 = w.split * per + tid / G, s0 = tid % G;
-          const uint16_t* po = reinterpret_cast<const uint16_t*>(part.o) + size_t(bl) * splits * kHeads * kDimV;
-          uint2 v[8];
-#pragma unroll
-          for (int e = 0; e < 8; ++e) {  // every entry's load in flight before the weights are known
-            const int u = u0 + (e / nsp) * upr, s2 = s0 + G * (e % nsp);
-            v[e] = __ldcg(reinterpret_cast<const uint2*>(po + (size_t(s2) * kHeads + (u >> 7)) * kDimV + 4 * (u & 127)));
-          }
-          for (int i = tid; i < splits * kHeads; i += kThreads) lse_sm[i] = __ldcg(part.lse + size_t(bl) * splits * kHeads + i);
-          __syncthreads();
-          if (tid < kHeads) {
-            float mx = -INFINITY, total = 0.f;
-            for (int s2 = 0; s2 < splits; ++s2) mx = fmaxf(mx, lse_sm[s2 * kHeads + tid]);
-            for (int s2 = 0; s2 < splits; ++s2) {
-              const float l = lse_sm[s2 * kHeads + tid];
-              total += l == -INFINITY ? 0.f : mla_dims2::ex2_fast(l - mx);
-            }
-            mx_sm[tid] = mx;
-            inv_sm[tid] = total > 0.f ? 1.f / total : 0.f;
-          }
-          __syncthreads();
-          float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-          for (int e = 0; e < 8; ++e) {
-            const int u = u0 + (e / nsp) * upr, s2 = s0 + G * (e % nsp), h = u >> 7;
-            const float l = lse_sm[s2 * kHeads + h];
-            const float wt = l == -INFINITY ? 0.f : mla_dims2::ex2_fast(l - mx_sm[h]);
-            const float2 lo = mla_dims3::f16x2_to_f32(v[e].x), hi = mla_dims3::f16x2_to_f32(v[e].y);
-            acc.x += wt * lo.x;
-            acc.y += wt * lo.y;
-            acc.z += wt * hi.x;
-            acc.w += wt * hi.y;
-            if (e % nsp == nsp - 1) {  // the unit's splits are all in: sum over its G lanes, store, next round
-              for (int o = 1; o < G; o <<= 1) {
-                acc.x += __shfl_xor(acc.x, o);
-                acc.y += __shfl_xor(acc.y, o);
-                acc.z += __shfl_xor(acc.z, o);
-                acc.w += __shfl_xor(acc.w, o);
-              }
-              if (s0 == 0) {
-                const float inv = inv_sm[h];
-                *reinterpret_cast<uint2*>(a.out + (int64_t(w.b) * kHeads + h) * kDimV + 4 * (u & 127)) =
-                    make_uint2(pack16(f32_to_bf16_bits(acc.x * inv), f32_to_bf16_bits(acc.y * inv)),
-                               pack16(f32_to_bf16_bits(acc.z * inv), f32_to_bf16_bits(acc.w * inv)));
-              }
-              acc = make_float4(0.f, 0.f, 0.f, 0.f);
-            }
-          }
-        } else if (splits == 4 && nh * (kDimV / 4) == kU * kThreads) {
+        if (splits == 4 && nh * (kDimV / 4) == kU * kThreads) {
           float lv[kU][4];
           float4 ov[kU][4];
 #pragma unroll

@@ -30,15 +30,6 @@
 #ifndef MLA_V24_OPTN_X  // further flags of the small path's several-clusters-a-batch kernels (v32: mla_dcl2::kFence1)
 #define MLA_V24_OPTN_X 0
 #endif
-#ifndef MLA_V24_DIR_SMALL  // the small shapes whose split plan is one wave on the direct path, merged in the kernel:
-#define MLA_V24_DIR_SMALL 0  // 1 every such shape (v33), 2 those the cluster plan gives several clusters a batch (v34)
-#endif
-#ifndef MLA_V24_DIR_XF  // further flags of that path (v34: mla_dims5::fSp)
-#define MLA_V24_DIR_XF 0
-#endif
-#ifndef MLA_V24_S_SMALL  // the ring stages of those shapes' direct path
-#define MLA_V24_S_SMALL MLA_V24_S
-#endif
 
 namespace {
 
@@ -56,16 +47,7 @@ using Clustered = mla_dims4::ClusterPath<MLA_V24_S_CL, mla_dims4::kF16P | mla_di
 using Direct = mla_dims5::DirPath<MLA_V24_S, mla_dims5::kF16P | mla_dims5::kQP | mla_dims5::kEF, 2, true,
                                   MLA_F16_PARTIALS, MLA_V24_XF>;
 using Large = mla_dims3::Dims3<3, mla_dims3::kF16P | mla_dims3::kQP | mla_dims3::kEF, 2>;  // v22's
-#if MLA_V24_DIR_SMALL
-using DirectSmall = mla_dims5::DirPath<MLA_V24_S_SMALL, mla_dims5::kF16P | mla_dims5::kQP | mla_dims5::kEF, 2, true, true,
-                                       mla_dims5::fLf | mla_dims5::fMw | MLA_V24_DIR_XF>;
-#endif
 int pick(const MlaDecodeConfig& c) {
-#if MLA_V24_DIR_SMALL
-  if (Small::applies(c) && DirectSmall::merges(c, DirectSmall::plan(c)) &&
-      (MLA_V24_DIR_SMALL == 1 || Small::pick(c).plan.nclus > 1))
-    return 4;
-#endif
   if (Small::applies(c)) return 0;
   if (Clustered::applies(c)) return 1;
   if (Direct::applies(c)) return 2;
@@ -76,9 +58,6 @@ size_t workspace_bytes(const MlaDecodeConfig& c) {
     case 0: return Small::workspace_bytes(c);
     case 1: return Clustered::workspace_bytes(c);
     case 2: return Direct::workspace_bytes(c);
-#if MLA_V24_DIR_SMALL
-    case 4: return DirectSmall::workspace_bytes(c);
-#endif
     default: return Large::workspace_bytes(c);
   }
 }
@@ -87,9 +66,6 @@ void launch(const MlaDecodeArgs& a) {
     case 0: Small::launch(a); break;
     case 1: Clustered::launch(a); break;
     case 2: Direct::launch(a); break;
-#if MLA_V24_DIR_SMALL
-    case 4: DirectSmall::launch(a); break;
-#endif
     default: Large::launch(a); break;
   }
 }
