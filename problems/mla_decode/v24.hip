@@ -27,6 +27,9 @@
 #ifndef MLA_V24_XF  // further flags of the 32-tile path's merging launch (v26: mla_dims5::fLf)
 #define MLA_V24_XF 0
 #endif
+#ifndef MLA_V24_OPT1_X  // further flags of the small path's one-cluster-a-batch kernels (v35: mla_dcl2::kLean)
+#define MLA_V24_OPT1_X 0
+#endif
 #ifndef MLA_V24_OPTN_X  // further flags of the small path's several-clusters-a-batch kernels (v32: mla_dcl2::kFence1)
 #define MLA_V24_OPTN_X 0
 #endif
@@ -40,7 +43,7 @@ size_t workspace_bytes(const MlaDecodeConfig& c) { return mma_workspace_bytes<Fa
 void launch(const MlaDecodeArgs& a) { mma_launch<Fallback>(a, "mla_mma_kernel<fp8, 8 warps>"); }
 #else
 namespace d = mla_dcl2;
-constexpr int kOpt1 = d::kPush | d::kFence1 | d::kEF | d::kF16P | d::kPush16 | d::kWPar;  // one cluster a batch
+constexpr int kOpt1 = d::kPush | d::kFence1 | d::kEF | d::kF16P | d::kPush16 | d::kWPar | MLA_V24_OPT1_X;  // one cluster a batch
 constexpr int kOptN = d::kEF | d::kF16P | MLA_V24_OPTN_X;  // several: v16's pull epilogue (as v22)
 using Small = d::SmallPath<2, 3, kOpt1, kOptN>;
 using Clustered = mla_dims4::ClusterPath<MLA_V24_S_CL, mla_dims4::kF16P | mla_dims4::kQP | mla_dims4::kEF, 2>;  // v23's
