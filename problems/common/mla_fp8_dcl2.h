@@ -951,12 +951,10 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
       bulk_copy_hint(dst, src, uint32_t(valid * kDimQK), bar, pol);
     else
       bulk_copy(dst, src, uint32_t(valid * kDimQK), bar);
-    if constexpr ((OPT & kLean) != 0) {
-#pragma unroll 1
+    if constexpr ((OPT & kLean) != 0)
+      mla_dims::fill_rows_rolled(dst, src + (valid - 1) * kDimQK, valid, kDimQK, bar);
+    else
       for (int r = valid; r < kT; ++r) bulk_copy(dst + r * kDimQK, src + (valid - 1) * kDimQK, kDimQK, bar);
-    } else {
-      for (int r = valid; r < kT; ++r) bulk_copy(dst + r * kDimQK, src + (valid - 1) * kDimQK, kDimQK, bar);
-    }
   };
   constexpr bool kStag = (OPT & kStagger) != 0;
   constexpr int kFirstIssue = kStag ? 1 : S;  // copies issued at the start

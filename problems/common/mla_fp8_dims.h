@@ -74,6 +74,13 @@ __device__ inline void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, 
                "l"(src), "r"(bytes), "r"(bar)
                : "memory");
 }
+// A short tile's rows [from, kT) copied from one source row (the tile's last valid one), as a loop kept rolled: the
+// fill never runs on full tiles, and unrolled it put 4-12 KB of code between the paths a block runs, where the
+// first pass over cold code (L2 flushed before every timed call) jumps over it (kLean: docs/perf.md, session 25).
+__device__ inline void fill_rows_rolled(uint32_t dst, const void* row, int from, int row_bytes, uint32_t bar) {
+#pragma unroll 1
+  for (int r = from; r < kT; ++r) bulk_copy(dst + uint32_t(r * row_bytes), row, uint32_t(row_bytes), bar);
+}
 __device__ inline void mbar_wait(uint32_t bar, uint32_t parity) {
   asm volatile(
       "{\n"

@@ -53,6 +53,7 @@ constexpr int kQP = 4;
 constexpr int kEF = 8;
 constexpr int kMG = 16;
 constexpr int kSP = 32;
+constexpr int kLean = 128;  // a short tile's row fill kept rolled (mla_dims::fill_rows_rolled; also dims4 / dims5's)
 constexpr int kSpanSlots = 64;  // SP: the block's first 64 items
 constexpr int kMaxMergeBatches = 1 << 14;
 constexpr float kQScaleF16P = 0.125f;  // Q pre-scale with f16 partials (exact power of two)
@@ -467,7 +468,10 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
       bulk_copy_hint(dst, src, uint32_t(valid * kDimQK), bar, pol);
     else
       bulk_copy(dst, src, uint32_t(valid * kDimQK), bar);
-    for (int r = valid; r < kT; ++r) bulk_copy(dst + r * kDimQK, src + (valid - 1) * kDimQK, kDimQK, bar);
+    if constexpr ((OPT & kLean) != 0)
+      mla_dims::fill_rows_rolled(dst, src + (valid - 1) * kDimQK, valid, kDimQK, bar);
+    else
+      for (int r = valid; r < kT; ++r) bulk_copy(dst + r * kDimQK, src + (valid - 1) * kDimQK, kDimQK, bar);
     ++p_tile;
     ++p_j;
   };

@@ -34,6 +34,7 @@ using mla_dims::kT;
 constexpr int kF16P = mla_dims3::kF16P;
 constexpr int kQP = mla_dims3::kQP;
 constexpr int kEF = mla_dims3::kEF;
+constexpr int kLean = mla_dims3::kLean;
 constexpr int kD3Bits = kF16P | kQP | kEF;  // the bits dims_tile3 / Smem see
 
 constexpr int fDir = 16, fMg = 256, fHp = 512;
@@ -122,7 +123,10 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
       mla_dims3::bulk_copy_hint(dst, src, uint32_t(valid * kDimQK), bar, pol);
     else
       mla_dims::bulk_copy(dst, src, uint32_t(valid * kDimQK), bar);
-    for (int r = valid; r < kT; ++r) mla_dims::bulk_copy(dst + r * kDimQK, src + (valid - 1) * kDimQK, kDimQK, bar);
+    if constexpr ((OPT & kLean) != 0)
+      mla_dims::fill_rows_rolled(dst, src + (valid - 1) * kDimQK, valid, kDimQK, bar);
+    else
+      for (int r = valid; r < kT; ++r) mla_dims::bulk_copy(dst + r * kDimQK, src + (valid - 1) * kDimQK, kDimQK, bar);
     return valid;
   };
   auto issue_next = [&]() {

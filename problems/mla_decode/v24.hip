@@ -30,6 +30,9 @@
 #ifndef MLA_V24_OPT1_X  // further flags of the small path's one-cluster-a-batch kernels (v35: mla_dcl2::kLean)
 #define MLA_V24_OPT1_X 0
 #endif
+#ifndef MLA_V24_LARGE_X  // further flags of the large shapes' three paths (v35: mla_dims3::kLean)
+#define MLA_V24_LARGE_X 0
+#endif
 #ifndef MLA_V24_OPTN_X  // further flags of the small path's several-clusters-a-batch kernels (v32: mla_dcl2::kFence1)
 #define MLA_V24_OPTN_X 0
 #endif
@@ -43,13 +46,15 @@ size_t workspace_bytes(const MlaDecodeConfig& c) { return mma_workspace_bytes<Fa
 void launch(const MlaDecodeArgs& a) { mma_launch<Fallback>(a, "mla_mma_kernel<fp8, 8 warps>"); }
 #else
 namespace d = mla_dcl2;
-constexpr int kOpt1 = d::kPush | d::kFence1 | d::kEF | d::kF16P | d::kPush16 | d::kWPar | MLA_V24_OPT1_X;  // one cluster a batch
+// one cluster a batch:
+constexpr int kOpt1 = d::kPush | d::kFence1 | d::kEF | d::kF16P | d::kPush16 | d::kWPar | MLA_V24_OPT1_X;
 constexpr int kOptN = d::kEF | d::kF16P | MLA_V24_OPTN_X;  // several: v16's pull epilogue (as v22)
 using Small = d::SmallPath<2, 3, kOpt1, kOptN>;
-using Clustered = mla_dims4::ClusterPath<MLA_V24_S_CL, mla_dims4::kF16P | mla_dims4::kQP | mla_dims4::kEF, 2>;  // v23's
-using Direct = mla_dims5::DirPath<MLA_V24_S, mla_dims5::kF16P | mla_dims5::kQP | mla_dims5::kEF, 2, true,
+using Clustered =  // v23's
+    mla_dims4::ClusterPath<MLA_V24_S_CL, mla_dims4::kF16P | mla_dims4::kQP | mla_dims4::kEF | MLA_V24_LARGE_X, 2>;
+using Direct = mla_dims5::DirPath<MLA_V24_S, mla_dims5::kF16P | mla_dims5::kQP | mla_dims5::kEF | MLA_V24_LARGE_X, 2, true,
                                   MLA_F16_PARTIALS, MLA_V24_XF>;
-using Large = mla_dims3::Dims3<3, mla_dims3::kF16P | mla_dims3::kQP | mla_dims3::kEF, 2>;  // v22's
+using Large = mla_dims3::Dims3<3, mla_dims3::kF16P | mla_dims3::kQP | mla_dims3::kEF | MLA_V24_LARGE_X, 2>;  // v22's
 int pick(const MlaDecodeConfig& c) {
   if (Small::applies(c)) return 0;
   if (Clustered::applies(c)) return 1;
