@@ -192,20 +192,6 @@ __device__ inline void st_async_v2(uint32_t addr, uint32_t x, uint32_t y, uint32
                "r"(y), "r"(bar)
                : "memory");
 }
-// Waits for phase `parity` of a block-local mbarrier with acquire at cluster scope (the bytes came from other blocks).
-__device__ inline void mbar_wait_cluster(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred P1;\n"
-      "LAB_WAIT:\n"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 P1, [%0], %1;\n"
-      "@P1 bra DONE;\n"
-      "bra LAB_WAIT;\n"
-      "DONE:\n"
-      "}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
 
 __device__ inline void st_cluster_v2(uint32_t addr, uint32_t x, uint32_t y) {
   asm volatile("st.shared::cluster.v2.u32 [%0], {%1, %2};" ::"r"(addr), "r"(x), "r"(y) : "memory");
@@ -755,7 +741,7 @@ __device__ __forceinline__ void epilogue_push(const MlaDecodeArgs& a, unsigned c
   }
   }
   if constexpr (AS) {
-    mbar_wait_cluster(smem_u32(rbar_p), 0u);  // every source's bytes to this block have landed
+    mla_dims::mbar_wait_cluster(smem_u32(rbar_p), 0u);  // every source's bytes to this block have landed
   } else {
     mla_cluster::cluster_arrive();  // release: the pushes
     mla_cluster::cluster_wait();    // acquire: every source's pushes to this block
