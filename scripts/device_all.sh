@@ -12,7 +12,7 @@
 # Environment: DEADLINE_S (default 420): steps that would start after this many seconds are skipped
 # and say so; MLA_TEST / MOE_TEST, MLA_BENCH / MOE_BENCH: variants in test / benchmark mode (default
 # gpu: every GPU variant of the build); MLA_LB / MOE_LB: variants in leaderboard mode (and graph/hot
-# for mla; default: the best variants, v32 / v82), MLA_LB_SHAPES / MOE_LB_SHAPES (default 0,3,7 / 0,3); EXPORT_S: seconds for the export step; STEPS: comma-separated step names to run (default
+# for mla; default: the best variants, v35 / v82), MLA_LB_SHAPES / MOE_LB_SHAPES (default 0,3,7 / 0,3); EXPORT_S: seconds for the export step; STEPS: comma-separated step names to run (default
 # all: mla_test moe_test mla_bench moe_bench export mla_leaderboard moe_leaderboard mla_graph mla_hot
 # engine_check sanitize); SANITIZE_TOOLS: compute-sanitizer tools of the sanitize step (default memcheck synccheck).
 set -uo pipefail
@@ -24,7 +24,7 @@ mkdir -p "$out"
 deadline=${DEADLINE_S:-420}
 start=$(date +%s)
 h="$dir/harness"
-mla_best=${MLA_LB:-v32} moe_best=${MOE_LB:-v82}  # the best variants (leaderboard, graph and hot steps)
+mla_best=${MLA_LB:-v35} moe_best=${MOE_LB:-v82}  # the best variants (leaderboard, graph and hot steps)
 summary=()
 
 wanted() { [[ ",${STEPS:-all}," == *",all,"* || ",${STEPS:-}," == *",$1,"* ]]; }

@@ -76,12 +76,6 @@ constexpr int kEF = 64, kF16P = 128, kCoal = 256, kPush16 = 512, kWPar = 1024;
 // of never-run code between the prologue and the tile loop), and with kPush the several-clusters-a-batch merge
 // compiled out (the push kernels run only plans of one cluster a batch: Family::launch checks).
 constexpr int kLean = 2048;
-// kAsync (session 25, v36; with kPush | kPush16): the pushes as st.async stores that count their bytes on the
-// receiving block's own mbarrier (armed at the start with every byte it will receive), and each block waits on that
-// mbarrier instead of the cluster barrier after its pushes: no release fence (v35's push epilogue spends 11% of
-// bs4/kv1k's stall samples on the fence that waits for its remote stores' acknowledgements) and no cluster-wide
-// round; the data is there when the bytes are.
-constexpr int kAsync = 4096;
 constexpr float kQScaleF16P = 0.125f;  // Q pre-scale with f16 partials (exact power of two)
 
 // Shared memory: mla_dims2's layout (ring, partial logits, P^T, statistics, flag, barriers), then kPush's
@@ -96,11 +90,6 @@ struct Smem {
   static constexpr size_t rw = rl + size_t(C) * 4 * kHeads * 4;
   static constexpr size_t rlse = rw + size_t(C) * kHeads * 4;
   static constexpr size_t total = rlse + kHeads * 4;
-  static constexpr size_t rbar = (total + 7) / 8 * 8;  // kAsync: the receive mbarrier (past `total`: see kSmem)
-  static constexpr size_t total_async = rbar + 8;
-  // kAsync: the bytes a block receives: from each of the C sources its O slice (512 / C dims x 16 heads bf16),
-  // its denominator partials (4 m-tile warps x 16 heads) and its maxima (16 heads), fp32.
-  static constexpr uint32_t rx_bytes = uint32_t(C) * ((kDimV / C) * kHeads * 2 + 4 * kHeads * 4 + kHeads * 4);
 };
 constexpr int kTsBlocks = 256, kTsSlots = 16;
 
@@ -178,19 +167,6 @@ __device__ inline void st_cluster_v4(uint32_t addr, uint32_t x, uint32_t y, uint
 // (as v16 / v18).
 __device__ inline int o_at(int head, int dim) {
   return head * kDimV + ((((dim >> 2) ^ ((head >> 1) & 3))) << 2) + (dim & 3);
-}
-
-// kAsync's stores: distributed shared memory writes whose completion is counted, in bytes, on the receiving
-// block's mbarrier `bar` (a shared::cluster address of that block).
-__device__ inline void st_async_v4(uint32_t addr, uint32_t x, uint32_t y, uint32_t z, uint32_t w, uint32_t bar) {
-  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];" ::"r"(addr),
-               "r"(x), "r"(y), "r"(z), "r"(w), "r"(bar)
-               : "memory");
-}
-__device__ inline void st_async_v2(uint32_t addr, uint32_t x, uint32_t y, uint32_t bar) {
-  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];" ::"r"(addr), "r"(x),
-               "r"(y), "r"(bar)
-               : "memory");
 }
 
 __device__ inline void st_cluster_v2(uint32_t addr, uint32_t x, uint32_t y) {
@@ -655,9 +631,6 @@ __device__ __forceinline__ void epilogue_push(const MlaDecodeArgs& a, unsigned c
   float* rw = reinterpret_cast<float*>(smem + M::rw);
   float* rlse = reinterpret_cast<float*>(smem + M::rlse);
   int* flag_sm = reinterpret_cast<int*>(smem + mla_dims2::Smem<S>::flag);
-  constexpr bool AS = (OPT & kAsync) != 0;
-  static_assert(!AS || (OPT & kPush16) != 0, "kAsync pushes the kPush16 layout");
-  const unsigned char* rbar_p = smem + M::rbar;  // kAsync: the receive mbarrier (its address in each rank below)
 
   mla_cluster::cluster_wait();  // the start-of-kernel arrive: every block of the cluster has started
   // Denominator partials: warp (mr, rnt) holds, after the reduction over g, heads 8 rnt + 2 t + e.
@@ -672,23 +645,12 @@ __device__ __forceinline__ void epilogue_push(const MlaDecodeArgs& a, unsigned c
     const int r = r0 + g;
     if (r < C) {
       const float* lp = rl + (rank * 4 + ln.mr) * kHeads + 8 * ln.rnt + 2 * t;
-      if constexpr (AS) {
-        const uint32_t rb = mla_cluster::dsmem_map(rbar_p, uint32_t(r));
-        st_async_v2(mla_cluster::dsmem_map(lp, uint32_t(r)), __float_as_uint(lsum[0]), __float_as_uint(lsum[1]), rb);
-        if (dw == 0) {
-          const float* mp = rm + rank * kHeads + 2 * t;
-          st_async_v2(mla_cluster::dsmem_map(mp, uint32_t(r)), __float_as_uint(ss.m_ref[0]), __float_as_uint(ss.m_ref[1]), rb);
-          st_async_v2(mla_cluster::dsmem_map(mp + 8, uint32_t(r)), __float_as_uint(ss.m_ref[2]),
-                      __float_as_uint(ss.m_ref[3]), rb);
-        }
-      } else {
       st_cluster_v2(mla_cluster::dsmem_map(lp, uint32_t(r)), __float_as_uint(lsum[0]), __float_as_uint(lsum[1]));
       if (dw == 0) {
         const float* mp = rm + rank * kHeads + 2 * t;
         st_cluster_v2(mla_cluster::dsmem_map(mp, uint32_t(r)), __float_as_uint(ss.m_ref[0]), __float_as_uint(ss.m_ref[1]));
         st_cluster_v2(mla_cluster::dsmem_map(mp + 8, uint32_t(r)), __float_as_uint(ss.m_ref[2]),
                       __float_as_uint(ss.m_ref[3]));
-      }
       }
     }
   }
@@ -715,10 +677,7 @@ __device__ __forceinline__ void epilogue_push(const MlaDecodeArgs& a, unsigned c
       const int d = 64 * dw + 16 * (g >> 1) + 4 * p + 2 * (g & 1);  // even
       const int dest = d / kSlice, dl = d % kSlice;
       uint32_t* dst = ro + ro_word16(rank, dl, t);
-      if constexpr (AS)  // this block's own slice too: every received byte counts on the mbarrier
-        st_async_v4(mla_cluster::dsmem_map(dst, uint32_t(dest)), lo0, lo1, hi0, hi1,
-                    mla_cluster::dsmem_map(rbar_p, uint32_t(dest)));
-      else if (dest == rank)
+      if (dest == rank)
         *reinterpret_cast<uint4*>(dst) = make_uint4(lo0, lo1, hi0, hi1);
       else
         st_cluster_v4(mla_cluster::dsmem_map(dst, uint32_t(dest)), lo0, lo1, hi0, hi1);
@@ -740,12 +699,8 @@ __device__ __forceinline__ void epilogue_push(const MlaDecodeArgs& a, unsigned c
     }
   }
   }
-  if constexpr (AS) {
-    mla_dims::mbar_wait_cluster(smem_u32(rbar_p), 0u);  // every source's bytes to this block have landed
-  } else {
-    mla_cluster::cluster_arrive();  // release: the pushes
-    mla_cluster::cluster_wait();    // acquire: every source's pushes to this block
-  }
+  mla_cluster::cluster_arrive();  // release: the pushes
+  mla_cluster::cluster_wait();    // acquire: every source's pushes to this block
   ts(12);
   // Weights: w[src][h] = 2^(m_src - max) * kv_scale / total (nclus 1) or / total (the cluster's lse).
   if constexpr ((OPT & kWPar) != 0) {
@@ -934,7 +889,6 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
   constexpr int WS = kernel_warp_size();
   static_assert(mma::kN == 8 && mma::kARows == 2, "NVIDIA m16n8k16 lane geometry");
   static_assert(C >= 2 && C <= kMaxC && (kDimV / C) % 4 == 0, "cluster");
-  static_assert((OPT & kAsync) == 0 || (OPT & kPush) != 0, "kAsync is a push epilogue's option");
   require_warp_size();
 
   extern __shared__ __align__(128) unsigned char smem[];
@@ -1007,9 +961,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
   if (tid == 0) {
 #pragma unroll
     for (int s = 0; s < S; ++s) mbar_init(bar0 + 8 * s, 1);
-    if constexpr ((OPT & kAsync) != 0) mbar_init(smem_u32(smem + Smem<S, C>::rbar), 1);
     mbar_init_fence();
-    if constexpr ((OPT & kAsync) != 0) mbar_expect_tx(smem_u32(smem + Smem<S, C>::rbar), Smem<S, C>::rx_bytes);
     *flag_sm = -1;
     for (int s = 0; s < kFirstIssue; ++s) issue(s);
   }
@@ -1169,9 +1121,7 @@ template <int S, int C, int MV, int OPT>
 struct Dcl2Kernel {
   static constexpr auto kernel = mla_fp8_dcl2_kernel<S, C, MV, OPT>;
   static constexpr int kWarps = kDW, kTileTokens = kT, kC = C, kMaxTokens = 4096;
-  static constexpr size_t kSmem = (OPT & kAsync) != 0  ? Smem<S, C>::total_async
-                                  : (OPT & kPush) != 0 ? Smem<S, C>::total
-                                                       : mla_dims2::Smem<S>::total;
+  static constexpr size_t kSmem = (OPT & kPush) != 0 ? Smem<S, C>::total : mla_dims2::Smem<S>::total;
   static constexpr const char* kName = "mla_fp8_dcl2_kernel";
 };
 template <int S, int C, int MV, int OPT>

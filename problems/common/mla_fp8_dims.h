@@ -81,22 +81,18 @@ __device__ inline void fill_rows_rolled(uint32_t dst, const void* row, int from,
 #pragma unroll 1
   for (int r = from; r < kT; ++r) bulk_copy(dst + uint32_t(r * row_bytes), row, uint32_t(row_bytes), bar);
 }
-// Spin on mbarrier.try_wait for phase `parity`; SEM: the wait's semantics ("" = acquire at CTA scope).
-#define MLA_MBAR_WAIT_ASM(SEM)                                            \
-  "{\n"                                                                  \
-  ".reg .pred P1;\n"                                                     \
-  "LAB_WAIT:\n"                                                          \
-  "mbarrier.try_wait.parity" SEM ".shared::cta.b64 P1, [%0], %1;\n"      \
-  "@P1 bra DONE;\n"                                                      \
-  "bra LAB_WAIT;\n"                                                      \
-  "DONE:\n"                                                              \
-  "}\n"
 __device__ inline void mbar_wait(uint32_t bar, uint32_t parity) {
-  asm volatile(MLA_MBAR_WAIT_ASM("") ::"r"(bar), "r"(parity) : "memory");
-}
-// The same with acquire at cluster scope: for bytes other blocks of the cluster stored (st.async, kAsync).
-__device__ inline void mbar_wait_cluster(uint32_t bar, uint32_t parity) {
-  asm volatile(MLA_MBAR_WAIT_ASM(".acquire.cluster") ::"r"(bar), "r"(parity) : "memory");
+  asm volatile(
+      "{\n"
+      ".reg .pred P1;\n"
+      "LAB_WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+      "@P1 bra DONE;\n"
+      "bra LAB_WAIT;\n"
+      "DONE:\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
 }
 __device__ inline uint32_t movm_t(uint32_t x) {
   uint32_t r;
