@@ -76,19 +76,6 @@ constexpr int kEF = 64, kF16P = 128, kCoal = 256, kPush16 = 512, kWPar = 1024;
 // of never-run code between the prologue and the tile loop), and with kPush the several-clusters-a-batch merge
 // compiled out (the push kernels run only plans of one cluster a batch: Family::launch checks).
 constexpr int kLean = 2048;
-// kQT (session 25, v37): the batch's Q [16][576] bf16 brought into shared memory by bulk copies that thread 0 issues
-// before the first KV tile's (one a head row, rows padded to kQRow bytes against bank conflicts), each thread's
-// fragments then read from there, instead of every thread's own global loads: ncu put 13-16% of v35's small-shape
-// stall samples on the first use of those loads, with the first KV tile already landed.
-constexpr int kQT = 4096;
-constexpr int kQRow = kDimQK * 2 + 16;
-// kQT's shared memory past a kernel's own (`base` bytes): the Q rows, then their mbarrier.
-template <size_t base>
-struct QtSmem {
-  static constexpr size_t q = (base + 127) / 128 * 128;
-  static constexpr size_t bar = q + size_t(kHeads) * kQRow;
-  static constexpr size_t total = bar + 8;
-};
 constexpr float kQScaleF16P = 0.125f;  // Q pre-scale with f16 partials (exact power of two)
 
 // Shared memory: mla_dims2's layout (ring, partial logits, P^T, statistics, flag, barriers), then kPush's
@@ -916,8 +903,6 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
   const int b = blockIdx.y, split = blockIdx.x;
   const int rank = split % C, cl = split / C;
   const int kv_len = a.cfg.kv_seq_len;
-  constexpr bool QT = (OPT & kQT) != 0;
-  using Q = QtSmem<(OPT & kPush) != 0 ? Smem<S, C>::total : L::total>;
 
   // Timeline (kTs): thread 0, slot 0 globaltimer at entry, 1 SM id, 2..13 clock64 - entry clock at the
   // phases, 14 globaltimer at exit, 15 the block's clock64 span.
@@ -976,17 +961,8 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
   if (tid == 0) {
 #pragma unroll
     for (int s = 0; s < S; ++s) mbar_init(bar0 + 8 * s, 1);
-    if constexpr (QT) mbar_init(smem_u32(smem + Q::bar), 1);
     mbar_init_fence();
     *flag_sm = -1;
-    if constexpr (QT) {
-      const uint32_t qbar = smem_u32(smem + Q::bar);
-      mbar_expect_tx(qbar, uint32_t(kHeads * kDimQK * 2));
-      const uint16_t* qg = a.q + int64_t(b) * kHeads * kDimQK;
-#pragma unroll 1
-      for (int h = 0; h < kHeads; ++h)
-        bulk_copy(smem_u32(smem + Q::q + h * kQRow), qg + h * kDimQK, uint32_t(kDimQK * 2), qbar);
-    }
     for (int s = 0; s < kFirstIssue; ++s) issue(s);
   }
   if constexpr ((OPT & kPush) != 0) cluster_arrive_relaxed_start();  // waited for before the first push
@@ -996,7 +972,7 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
   // rope k step s: 512 + 32 (dw & 1) + 8 t + 4 s + {0..3}.
   uint2 qraw[2][4];
   uint4 qrope[2];
-  if constexpr (!QT) {
+  {
     const uint16_t* qbase = a.q + int64_t(b) * kHeads * kDimQK;
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt) {
@@ -1025,16 +1001,6 @@ __global__ void __launch_bounds__(kDW * kernel_warp_size(), 1)
       n_tiles = (n_tokens + kT - 1) / kT;
       if (tid == 0)
         for (int s = 0; s < kFirstIssue; ++s) issue(s);
-    }
-  }
-  if constexpr (QT) {  // after the barrier above: Q's mbarrier is initialised
-    mbar_wait(smem_u32(smem + Q::bar), 0u);
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt) {
-      const unsigned char* qh = smem + Q::q + (8 * nt + g) * kQRow;
-#pragma unroll
-      for (int p = 0; p < 4; ++p) qraw[nt][p] = *reinterpret_cast<const uint2*>(qh + 2 * (64 * dw + 16 * t + 4 * p));
-      qrope[nt] = *reinterpret_cast<const uint4*>(qh + 2 * (kDimV + 32 * (dw & 1) + 8 * t));
     }
   }
   ts(3);
@@ -1155,8 +1121,7 @@ template <int S, int C, int MV, int OPT>
 struct Dcl2Kernel {
   static constexpr auto kernel = mla_fp8_dcl2_kernel<S, C, MV, OPT>;
   static constexpr int kWarps = kDW, kTileTokens = kT, kC = C, kMaxTokens = 4096;
-  static constexpr size_t kBase = (OPT & kPush) != 0 ? Smem<S, C>::total : mla_dims2::Smem<S>::total;
-  static constexpr size_t kSmem = (OPT & kQT) != 0 ? QtSmem<kBase>::total : kBase;
+  static constexpr size_t kSmem = (OPT & kPush) != 0 ? Smem<S, C>::total : mla_dims2::Smem<S>::total;
   static constexpr const char* kName = "mla_fp8_dcl2_kernel";
 };
 template <int S, int C, int MV, int OPT>
