@@ -26,6 +26,15 @@ template <int WM, int MT, int KS, int STAGES, bool PF, int BN>
 struct Cfg : moe_fp8r2::Cfg<WM, MT, KS, STAGES, 2, PF, BN> {
   static constexpr int DIST = STAGES - 2;
 };
+// Cfg4 (v90, session 26): four decoded A buffers (three wgmma groups in flight while the next k-block decodes) and the
+// k-blocks' copies without a branch or predicate (moe_fp8r::LoopOpts' kNoBranch: past the end the last stage again;
+// CopyAllX: every activation row of a stage). With either, ptxas serializes the wgmmas of NB 3 / 4 (C7513): why
+// session 8 could not measure NB 3 / 4.
+template <int WM, int MT, int KS, int STAGES, bool PF, int BN>
+struct Cfg4 : moe_fp8r2::Cfg<WM, MT, KS, STAGES, 4, PF, BN> {
+  static constexpr int DIST = STAGES - 2;
+  static constexpr bool kNoBranch = true, EF = false, kCopyAllX = true;
+};
 
 // The path as one unit for a composed variant: moe_fp8r2's (the shapes of moe_fp8r2::Path, the OVL + PRO launch
 // chain) on this configuration; a forced fix-up (FORCE, test only) runs without the prologue launch, whose quantizer
@@ -41,6 +50,12 @@ using Path = PathOf<G160w, G160w>;
 using G160xr = moe_fp8r2::XResCfg<G160w, 16>;
 template <int NS, int FORCE = 0>
 using PathXR = PathOf<G160w, G160xr, FORCE, NS>;
+// v90: G160w's loop with Cfg4's pipeline, in gate_up and the down (PathXR4) or in gate_up only (PathXR4g).
+using G160w4 = Cfg4<8, 2, 4, 4, true, 160>;
+template <int NS, int FORCE = 0>
+using PathXR4 = PathOf<G160w4, moe_fp8r2::XResCfg<G160w4, 16>, FORCE, NS>;
+template <int NS, int FORCE = 0>
+using PathXR4g = PathOf<G160w4, G160xr, FORCE, NS>;
 #endif  // MOE_WG8_HOST
 
 }  // namespace
