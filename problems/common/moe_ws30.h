@@ -56,6 +56,11 @@ template <int NS, int FORCE = 0>
 using PathXR4 = PathOf<G160w4, moe_fp8r2::XResCfg<G160w4, 16>, FORCE, NS>;
 template <int NS, int FORCE = 0>
 using PathXR4g = PathOf<G160w4, G160xr, FORCE, NS>;
+// v90m / v90n (diagnostic): one 16-row group a warp (128 weight rows a block, no spills) at NB 2 / NB 4, gate_up only.
+template <int NS, int FORCE = 0>
+using PathXR1 = PathOf<Cfg<8, 1, 4, 4, true, 160>, G160xr, FORCE, NS>;
+template <int NS, int FORCE = 0>
+using PathXR14 = PathOf<Cfg4<8, 1, 4, 4, true, 160>, G160xr, FORCE, NS>;
 #endif  // MOE_WG8_HOST
 
 }  // namespace
