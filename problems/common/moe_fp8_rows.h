@@ -306,18 +306,6 @@ struct XRes<C, std::void_t<decltype(C::kXResOff)>> {
   static_assert(C::kXPer == 0, "resident activations: the stages carry weights and scales only");
 };
 
-// kCopyAllX (moe_ws30's MOE_WS30_NB4, v90): every activation chunk of a stage copied, those of rows past the wgmma's N
-// from the tile's row 0 (never read), so the k-blocks hold no predicated copy: with one, ptxas serializes the wgmmas of
-// NB 3 / 4 (C7513), whether the copy sits behind a branch or a predicate.
-template <class C, class = void>
-struct CopyAllX {
-  static constexpr bool value = false;
-};
-template <class C>
-struct CopyAllX<C, std::void_t<decltype(C::kCopyAllX)>> {
-  static constexpr bool value = C::kCopyAllX;
-};
-
 template <class C, class = void>
 struct LoopOpts {
   static constexpr bool EF = false, kNoBranch = false, kClampNext = false;
@@ -382,11 +370,8 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
   auto xch_of = [&](int i) { return (i / 8) % C::kXChunks; };
 #pragma unroll
   for (int n = 0; n < C::kXPer; ++n) {
-    const int i = tid + n * C::kThreads, c = xrow_of(i);
-    if constexpr (CopyAllX<C>::value)
-      xoff[n] = xoff_row[NCOLS == C::BN || c < NCOLS ? c : 0] + uint32_t(xch_of(i)) * 16u;
-    else
-      xoff[n] = xoff_row[c] + uint32_t(xch_of(i)) * 16u;
+    const int i = tid + n * C::kThreads;
+    xoff[n] = xoff_row[xrow_of(i)] + uint32_t(xch_of(i)) * 16u;
   }
 
   // Copies of a stage: W (kWPer), X (kXPer, rows < NCOLS), S (1), in KS portions (P < 0: all).
@@ -406,7 +391,7 @@ __device__ inline void mainloop(const uint8_t* w, const uint8_t* wsc, const uint
     for (int n = 0; n < C::kXPer; ++n) {
       if (P >= 0 && (C::kWPer + n) / kPortion != P) continue;
       const int i = tid + n * C::kThreads, c = xrow_of(i);
-      if (CopyAllX<C>::value || NCOLS == C::BN || c < NCOLS)
+      if (NCOLS == C::BN || c < NCOLS)
         cp_async<16>(st + C::kX + (c / 8) * C::kSBO + xch_of(i) * 128 + (c % 8) * 16, xb + xoff[n]);
     }
     if ((P < 0 || (C::kWPer + C::kXPer) / kPortion == P) && (C::BM == C::kThreads || tid < C::BM))

@@ -11,7 +11,9 @@
 //    ladder's divergent branches were the largest cost of gate_up's epilogue (19% of its stall samples); every fp8
 //    path has it now.
 // Tried and not kept (docs/perf.md, section "moe_mxfp4 v30"): 2 or 3 wgmma groups in flight (ptxas serializes the
-// wgmmas, C7513, in every form tried), split copy roles (activations by one half of the threads, weights by the other), the next
+// wgmmas, C7513, while any copy of the k-blocks is conditional, behind a branch or a predicate; session 26's v90 made
+// them unconditional and measured three groups in flight +12..+26% with spills, +6..+12% without: code in commit
+// 8b7cbd5), split copy roles (activations by one half of the threads, weights by the other), the next
 // k-block's weight words or the copies before the wgmmas, 6 stages, no proxy fence (measurement only).
 #pragma once
 #include "problems/common/moe_fp8_rows2.h"
@@ -25,15 +27,6 @@ namespace {
 template <int WM, int MT, int KS, int STAGES, bool PF, int BN>
 struct Cfg : moe_fp8r2::Cfg<WM, MT, KS, STAGES, 2, PF, BN> {
   static constexpr int DIST = STAGES - 2;
-};
-// Cfg4 (v90, session 26): four decoded A buffers (three wgmma groups in flight while the next k-block decodes) and the
-// k-blocks' copies without a branch or predicate (moe_fp8r::LoopOpts' kNoBranch: past the end the last stage again;
-// CopyAllX: every activation row of a stage). With either, ptxas serializes the wgmmas of NB 3 / 4 (C7513): why
-// session 8 could not measure NB 3 / 4.
-template <int WM, int MT, int KS, int STAGES, bool PF, int BN>
-struct Cfg4 : moe_fp8r2::Cfg<WM, MT, KS, STAGES, 4, PF, BN> {
-  static constexpr int DIST = STAGES - 2;
-  static constexpr bool kNoBranch = true, EF = false, kCopyAllX = true;
 };
 
 // The path as one unit for a composed variant: moe_fp8r2's (the shapes of moe_fp8r2::Path, the OVL + PRO launch
@@ -50,17 +43,6 @@ using Path = PathOf<G160w, G160w>;
 using G160xr = moe_fp8r2::XResCfg<G160w, 16>;
 template <int NS, int FORCE = 0>
 using PathXR = PathOf<G160w, G160xr, FORCE, NS>;
-// v90: G160w's loop with Cfg4's pipeline, in gate_up and the down (PathXR4) or in gate_up only (PathXR4g).
-using G160w4 = Cfg4<8, 2, 4, 4, true, 160>;
-template <int NS, int FORCE = 0>
-using PathXR4 = PathOf<G160w4, moe_fp8r2::XResCfg<G160w4, 16>, FORCE, NS>;
-template <int NS, int FORCE = 0>
-using PathXR4g = PathOf<G160w4, G160xr, FORCE, NS>;
-// v90m / v90n (diagnostic): one 16-row group a warp (128 weight rows a block, no spills) at NB 2 / NB 4, gate_up only.
-template <int NS, int FORCE = 0>
-using PathXR1 = PathOf<Cfg<8, 1, 4, 4, true, 160>, G160xr, FORCE, NS>;
-template <int NS, int FORCE = 0>
-using PathXR14 = PathOf<Cfg4<8, 1, 4, 4, true, 160>, G160xr, FORCE, NS>;
 #endif  // MOE_WG8_HOST
 
 }  // namespace

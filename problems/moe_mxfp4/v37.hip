@@ -70,13 +70,7 @@ using PFew = moe_w32::Plan<G27d, moe_v37::G27Plan2, 2, 2, 0, V37_FORCE, 1024>;
 #endif
 using Path32 = moe_w32::PathOf<moe_w32::Plan<G27d, moe_v37::G27Down1, 1, 4, 0, V37_FORCE, 256>, PFew>;
 // The 64-row path: moe_ws30's (MOE_XR_NS > 0, v82: its down with resident activations, MOE_XR_NS column blocks a block).
-#if defined(MOE_XR_NS) && defined(MOE_WS30_NB4)  // v90: 1 = gate_up only, 2 = gate_up and down; 3 / 4: MT 1 NB 2 / 4
-using Path64 = std::conditional_t<
-    MOE_WS30_NB4 == 2, moe_ws30::PathXR4<MOE_XR_NS, V37_FORCE>,
-    std::conditional_t<MOE_WS30_NB4 == 1, moe_ws30::PathXR4g<MOE_XR_NS, V37_FORCE>,
-                       std::conditional_t<MOE_WS30_NB4 == 3, moe_ws30::PathXR1<MOE_XR_NS, V37_FORCE>,
-                                          moe_ws30::PathXR14<MOE_XR_NS, V37_FORCE>>>>;
-#elif defined(MOE_XR_NS)
+#if defined(MOE_XR_NS)
 using Path64 = moe_ws30::PathXR<MOE_XR_NS, V37_FORCE>;
 #elif V37_FORCE
 using Path64 = moe_ws30::PathOf<moe_ws30::G160w, moe_ws30::G160w, V37_FORCE>;
