@@ -309,7 +309,7 @@ __global__ __launch_bounds__(kThreads, MINB) void gate_up_r8d(MoeArgs a, Workspa
 // PG (v91, session 26): a persistent grid of PG blocks an SM walks the (tile, slice) units in tile order, so every
 // gate_up block starts at once and releases the down's dependent launch at once: down_dyn's blocks become resident
 // beside gate_up's (PG 3: 3 x 128 x 94 + 128 x 168 registers fit an SM) and take the tiles that are done while gate_up
-// still streams the later ones (with the (I / 32, tiles) grid they start only in gate_up's last wave).
+// still works through the later ones (with the (I / 32, tiles) grid they start only in gate_up's last wave).
 template <class C, int MINB, int PF, bool LR>
 __global__ __launch_bounds__(kThreads, MINB) void gate_up_r8d_pg(MoeArgs a, Workspace ws, Sync sy, const int* flag,
                                                                  int P, int E, int units) {

@@ -1,5 +1,5 @@
 // v91b (session 26): v82 with the 8-row gate_up (E257 bs16 / bs128, E33 bs16) as a persistent grid of 2 blocks an SM
-// (moe_r8d's PG), so that down_dyn's blocks start beside it and take finished tiles while gate_up streams the rest.
+// (moe_r8d's PG), so that down_dyn's blocks start beside it and take finished tiles while gate_up computes the rest.
 // Same products and order: outputs v82's bit for bit. Measurements: docs/perf.md, session 26.
 #define MOE_R8D_PG 2
 #define MOE_XR_NS 4
