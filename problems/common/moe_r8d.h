@@ -12,6 +12,8 @@
 //    of the cp.async pipeline (4 threads issue one each), and the block's weight scales once at the start;
 //  - G2 / AHEAD: moe_rows8b::down_dyn's configuration (v15's Cfg<4, 4, 3, 1, 3>, AHEAD 2 by default: 4 stages or
 //    128-row items measured no better); C4 (off): moe_rows8b::combine4 (no gain measured).
+// Tried and not kept (docs/perf.md, session 26 v91): gate_up as a persistent grid of 2 / 3 / 4 blocks an SM so the
+// down's blocks start beside it: +22% / +8% / +0.2% (gate_up's rate follows its resident blocks; code in 0c62122).
 // Compute, k order, down, combine and the prologue are moe_rows8x's / moe_rows8b's: output bit for bit v32's.
 // NVIDIA only (MOE_WG8_HOST).
 #pragma once
@@ -83,11 +85,9 @@ __device__ inline void local_tile(const int32_t* topk_ids, int P, int E, int til
   __syncthreads();
 }
 
-// One gate_up block's work: the (tile_index, slice) unit of the (I / 32, tiles) grid. False when the tile is past the
-// routed ones (so is every later tile).
-template <class C, int PF, bool LR>
-__device__ __forceinline__ bool gate_up_r8d_unit(const MoeArgs& a, Workspace& ws, const Sync& sy, const int* flag,
-                                                 int P, int E, int tile_index, int slice) {
+template <class C, int MINB, int PF, bool LR>
+__global__ __launch_bounds__(kThreads, MINB) void gate_up_r8d(MoeArgs a, Workspace ws, Sync sy, const int* flag, int P,
+                                                              int E) {
   constexpr bool OPQ = true, FOLD = true;
   static_assert(C::KS_ % 2 == 0, "ldmatrix.x4 reads two k-blocks");
   extern __shared__ __align__(128) uint8_t smem_r8d[];
@@ -98,9 +98,10 @@ __device__ __forceinline__ bool gate_up_r8d_unit(const MoeArgs& a, Workspace& ws
   __shared__ int token_s[C::BN];
   __shared__ int2 tile_sh;
   __shared__ volatile uint32_t tab_sh;
+  const int tile_index = int(blockIdx.y);
   const int H = a.cfg.d_hidden, I = a.cfg.d_expert, T = a.cfg.total_top_k, KB = H / 32;
   constexpr int kHalf = C::BM / 2, KS = C::KS_;
-  const int n0 = slice * kHalf;
+  const int n0 = blockIdx.x * kHalf;
   const int tid = threadIdx.x, lane = tid % kLanes, warp = tid / kLanes, g = lane / 4, t = lane % 4;
   if constexpr (LR) {
     __shared__ int routed_sh;  // the route flag was already set: take the route's tile (the blocks after the first wave)
@@ -133,7 +134,7 @@ __device__ __forceinline__ bool gate_up_r8d_unit(const MoeArgs& a, Workspace& ws
     }
     __syncthreads();
   }
-  if (tile_sh.x < 0) return false;
+  if (tile_sh.x < 0) return;
   const Tile tile{tile_sh.x, tile_sh.y};
   for (int i = tid; i < C::BM / 16; i += kThreads) rg[i] = (i < kHalf / 16 ? n0 : I + n0 - kHalf) / 16 + i;
   __syncthreads();
@@ -297,32 +298,11 @@ __device__ __forceinline__ bool gate_up_r8d_unit(const MoeArgs& a, Workspace& ws
   __threadfence();  // this thread's a8 / as stores, before the block's signal
   __syncthreads();
   if (threadIdx.x == 0) atomicAdd(sy.ready + tile_index, 1);
-  return true;
-}
-
-template <class C, int MINB, int PF, bool LR>
-__global__ __launch_bounds__(kThreads, MINB) void gate_up_r8d(MoeArgs a, Workspace ws, Sync sy, const int* flag, int P,
-                                                              int E) {
-  (void)gate_up_r8d_unit<C, PF, LR>(a, ws, sy, flag, P, E, int(blockIdx.y), int(blockIdx.x));
-}
-
-// PG (v91, session 26): a persistent grid of PG blocks an SM walks the (tile, slice) units in tile order, so every
-// gate_up block starts at once and releases the down's dependent launch at once: down_dyn's blocks become resident
-// beside gate_up's (PG 3: 3 x 128 x 94 + 128 x 168 registers fit an SM) and take the tiles that are done while gate_up
-// still works through the later ones (with the (I / 32, tiles) grid they start only in gate_up's last wave).
-template <class C, int MINB, int PF, bool LR>
-__global__ __launch_bounds__(kThreads, MINB) void gate_up_r8d_pg(MoeArgs a, Workspace ws, Sync sy, const int* flag,
-                                                                 int P, int E, int units) {
-  const int slices = a.cfg.d_expert / 32;
-  for (int u = int(blockIdx.x); u < units; u += int(gridDim.x)) {
-    if (u != int(blockIdx.x)) __syncthreads();  // the previous unit's epilogue is done with shared memory
-    if (!gate_up_r8d_unit<C, PF, LR>(a, ws, sy, flag, P, E, u / slices, u % slices)) return;
-  }
 }
 
 
 // moe_rows8x::launch8x with gate_up_r8d<FC, MINB, PF, LR> (OPQ and FOLD on, as Rows8XPath<>).
-template <class FC, int MINB, class G2, int PF, bool LR, int AHEAD, bool C4, bool TB, int PG = 0>
+template <class FC, int MINB, class G2, int PF, bool LR, int AHEAD, bool C4, bool TB>
 void launch_r8d(const MoeArgs& a) {
   constexpr int kPrologueThreads = moe_rows8b::kPrologueThreads;
   if (a.workspace_size < moe_rows8x::workspace8x(a.cfg)) throw std::invalid_argument("moe_mxfp4: workspace too small");
@@ -340,29 +320,13 @@ void launch_r8d(const MoeArgs& a) {
                        int(s.E), int(s.rows_max), n8, sy.ready, int(s.tiles_max + 1), sy.row_w, flag, sy.unfolded);
   constexpr int sm1 = FC::kPipeBytes > 8 * 68 * 4 ? FC::kPipeBytes : 8 * 68 * 4, sm2 = G2::kPipeBytes;
   static_assert(!LR || sm1 >= int(sizeof(int)) * (2 + kMaxE + 64), "LR counts in the pipeline buffers");
-  // PG 3: at most 112 registers (5 blocks' bound: 102), so that a down block (128 x 168) fits beside three.
-  constexpr int kMinPG = PG == 3 ? 5 : MINB;
-  if constexpr (PG > 0) moe_wg8::allow_smem(gate_up_r8d_pg<FC, kMinPG, PF, LR>, sm1);
-  else moe_wg8::allow_smem(gate_up_r8d<FC, MINB, PF, LR>, sm1);
+  moe_wg8::allow_smem(gate_up_r8d<FC, MINB, PF, LR>, sm1);
   // TB: gate_up rows of the grid for at most sum over the experts of ceil(count / 8) <= (P + 7 min(E, P)) / 8 tiles
   // (tiles_max = ceil(P / 8) + E: ~1.9x as many at E 257 bs 16; the extra blocks only read the tile count and exit,
   // but the down grid starts only after every gate_up block has started)
   const int64_t tiles = TB ? std::min<int64_t>(s.tiles_max, (s.P + 7 * std::min(s.E, s.P)) / 8) : s.tiles_max;
-  if constexpr (PG > 0) {
-    static const int sms = [] {
-      int dev = 0, n = 0;
-      moe_pipeline::check(hipGetDevice(&dev), "device");
-      moe_pipeline::check(hipDeviceGetAttribute(&n, hipDeviceAttributeMultiprocessorCount, dev), "SM count");
-      return n;
-    }();
-    const int64_t units = int64_t(s.I / 32) * tiles;
-    moe_rows8::launch_ex(gate_up_r8d_pg<FC, kMinPG, PF, LR>, dim3(unsigned(std::min<int64_t>(units, int64_t(PG) * sms))),
-                         dim3(kThreads), sm1, true, "s8 gate_up", a, ws, sy, static_cast<const int*>(flag), int(s.P),
-                         int(s.E), int(units));
-  } else {
-    moe_rows8::launch_ex(gate_up_r8d<FC, MINB, PF, LR>, dim3(unsigned(s.I / 32), unsigned(tiles)), dim3(kThreads),
-                         sm1, true, "s8 gate_up", a, ws, sy, static_cast<const int*>(flag), int(s.P), int(s.E));
-  }
+  moe_rows8::launch_ex(gate_up_r8d<FC, MINB, PF, LR>, dim3(unsigned(s.I / 32), unsigned(tiles)), dim3(kThreads),
+                       sm1, true, "s8 gate_up", a, ws, sy, static_cast<const int*>(flag), int(s.P), int(s.E));
   moe_wg8::allow_smem(moe_rows8b::down_dyn<G2, AHEAD>, sm2);
   int64_t grid = moe_rows8b::dyn_slots<G2, AHEAD>(sm2);  // blocks that fit (occupancy query)
   grid = std::min<int64_t>(grid, s.tiles_max * (s.H / G2::BM));
@@ -384,7 +348,7 @@ void launch_r8d(const MoeArgs& a) {
 // The 8-row path (moe_rows8x::Rows8XPath<>'s shapes, stages and down) with the gate_up's L2 prefetch distance PF
 // (stages; 0: none) and local routing LR.
 template <int PF = 0, bool LR = true, int ST = 5, int MINB = 4, class G2 = moe_wg8::Cfg<4, 4, 3, 1, 3>, int AHEAD = 2,
-          bool C4 = false, bool TB = true, int PG = 0>
+          bool C4 = false, bool TB = true>
 struct Path {
   using FC = moe_rows8x::S8Cfg<ST, true>;
   static bool applies(const MoeConfig& c) {
@@ -392,7 +356,7 @@ struct Path {
            c.n_routed_experts + c.n_shared_experts <= kMaxE;
   }
   static size_t workspace_bytes(const MoeConfig& c) { return moe_rows8x::workspace8x(c); }
-  static void launch(const MoeArgs& a) { launch_r8d<FC, MINB, G2, PF, LR, AHEAD, C4, TB, PG>(a); }
+  static void launch(const MoeArgs& a) { launch_r8d<FC, MINB, G2, PF, LR, AHEAD, C4, TB>(a); }
 };
 #endif  // MOE_WG8_HOST
 

@@ -80,11 +80,7 @@ using Path64 = moe_ws30::Path;
 #if V37_FORCE
 using Paths = Dispatch<Or<moe_rows8x::Rows8XPath<>, V20Rows8>, Or<Path32, moe_wide22::Path32>, Or<Path64, V20Rows64>>;
 #else
-#ifndef MOE_R8D_PG  // v91: the 8-row gate_up as a persistent grid of MOE_R8D_PG blocks an SM (moe_r8d's PG)
-#define MOE_R8D_PG 0
-#endif
-using R8D = moe_r8d::Path<0, true, 5, 4, moe_wg8::Cfg<4, 4, 3, 1, 3>, 2, false, true, MOE_R8D_PG>;
-using Paths = Dispatch<Or<R8D, Or<moe_rows8x::Rows8XPath<>, V20Rows8>>, Or<Path32, moe_wide22::Path32>,
+using Paths = Dispatch<Or<moe_r8d::Path<>, Or<moe_rows8x::Rows8XPath<>, V20Rows8>>, Or<Path32, moe_wide22::Path32>,
                        Or<Path64, V20Rows64>>;
 #endif
 #else
