@@ -14,7 +14,8 @@
 //    128-row items measured no better); C4 (off): moe_rows8b::combine4 (no gain measured).
 // Tried and not kept (docs/perf.md, session 26 v91): gate_up as a persistent grid of 2 / 3 / 4 blocks an SM so the
 // down's blocks start beside it: +22% / +8% / +0.2% (code in 0c62122); session 27's ST / MINB 4 / 5 and 3 / 6 (v82:
-// 5 / 4, 94 registers, shared memory the limit): -0.4% / +2.7% (code in ebaa925). The time follows the stages an SM.
+// 5 / 4, 94 registers, shared memory the limit): -0.4% / +2.7% (code in ebaa925), 6 / 3: +0.7%. The time follows
+// the stages an SM holds, not its blocks.
 // Compute, k order, down, combine and the prologue are moe_rows8x's / moe_rows8b's: output bit for bit v32's.
 // NVIDIA only (MOE_WG8_HOST).
 #pragma once

@@ -80,12 +80,8 @@ using Path64 = moe_ws30::Path;
 #if V37_FORCE
 using Paths = Dispatch<Or<moe_rows8x::Rows8XPath<>, V20Rows8>, Or<Path32, moe_wide22::Path32>, Or<Path64, V20Rows64>>;
 #else
-#ifndef MOE_R8D_ST  // v92: the 8-row gate_up's stages and blocks an SM (moe_r8d's ST / MINB; Path<>'s 5 / 4)
-#define MOE_R8D_ST 5
-#define MOE_R8D_MINB 4
-#endif
-using Paths = Dispatch<Or<moe_r8d::Path<0, true, MOE_R8D_ST, MOE_R8D_MINB>, Or<moe_rows8x::Rows8XPath<>, V20Rows8>>,
-                       Or<Path32, moe_wide22::Path32>, Or<Path64, V20Rows64>>;
+using Paths = Dispatch<Or<moe_r8d::Path<>, Or<moe_rows8x::Rows8XPath<>, V20Rows8>>, Or<Path32, moe_wide22::Path32>,
+                       Or<Path64, V20Rows64>>;
 #endif
 #else
 using Paths = moe_dispatch::Dispatch<void, void, void>;  // AMD: v11's dispatch
